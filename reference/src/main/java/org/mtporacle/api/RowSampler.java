@@ -1,0 +1,31 @@
+package org.mtporacle.api;
+
+/**
+ * One request's draft sampler (spec §7): greedy when {@code temperature == 0} (lowest index on ties), otherwise top-p
+ * (when {@code 0 < topP < 1}), then top-k (when {@code topK > 0}), then temperature, then a categorical draw whose
+ * noise is the documented function of {@code (seed, step)} in {@code conformance/SPEC.md}.
+ */
+public record RowSampler(double temperature, int topK, double topP, long seed) {
+    public static final RowSampler GREEDY = new RowSampler(0.0, 0, 1.0, 0L);
+
+    public RowSampler {
+        if (!(temperature >= 0) || !Double.isFinite(temperature)) {
+            throw MtpException.invalidArgument("sampler: temperature = " + temperature + " must be finite and ≥ 0");
+        }
+        if (topK < 0) {
+            throw MtpException.invalidArgument("sampler: top_k = " + topK + " must be ≥ 0 (0 disables it)");
+        }
+        if (!(topP > 0 && topP <= 1)) {
+            throw MtpException.invalidArgument("sampler: top_p = " + topP + " must be in (0, 1] (1 disables it)");
+        }
+    }
+
+    /** A stochastic sampler. */
+    public static RowSampler of(double temperature, int topK, double topP, long seed) {
+        return new RowSampler(temperature, topK, topP, seed);
+    }
+
+    public boolean isGreedy() {
+        return temperature == 0.0;
+    }
+}

@@ -1,0 +1,59 @@
+package org.mtporacle.tools;
+
+import org.mtporacle.api.MtpException;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/** The {@code mtp} command: a thin shell over the library; each subcommand parses, calls and prints. */
+@Command(name = "mtp", mixinStandardHelpOptions = true, versionProvider = MtpCommand.Version.class,
+        description = "MTP Oracle: reference interpreter and conformance kit for Qwen3.5 MTP drafting.",
+        subcommands = {
+                BackendsCommand.class,
+                CommandLine.HelpCommand.class
+        })
+public final class MtpCommand implements Runnable {
+
+    /** Exit codes, documented in README.md. */
+    public static final int EXIT_OK = 0;
+    public static final int EXIT_FAILED = 1;
+    public static final int EXIT_USAGE = 2;
+    public static final int EXIT_ERROR = 3;
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public void run() {
+        spec.commandLine().usage(System.out);
+    }
+
+    public static void main(String[] args) {
+        System.exit(commandLine().execute(args));
+    }
+
+    /** The configured command line: usage errors exit 2, {@link MtpException}s print one line and exit 3. */
+    public static CommandLine commandLine() {
+        CommandLine cl = new CommandLine(new MtpCommand());
+        cl.setExecutionExceptionHandler((ex, line, parseResult) -> {
+            Throwable t = ex;
+            while (t.getCause() != null && !(t instanceof MtpException)) {
+                t = t.getCause();
+            }
+            if (t instanceof MtpException m) {
+                line.getErr().println("mtp " + line.getCommandName() + ": " + m.getMessage());
+                return EXIT_ERROR;
+            }
+            throw ex;
+        });
+        cl.setExitCodeExceptionMapper(ex -> EXIT_USAGE);
+        return cl;
+    }
+
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() {
+            String v = MtpCommand.class.getPackage().getImplementationVersion();
+            return new String[] {"mtp " + (v == null ? "development build" : v)};
+        }
+    }
+}
