@@ -1,0 +1,76 @@
+package org.mtporacle.reference;
+
+import org.mtporacle.api.DraftModel;
+import org.mtporacle.api.DraftRows;
+import org.mtporacle.api.MtpException;
+import org.mtporacle.api.MtpModel;
+import org.mtporacle.api.RowCheckpoint;
+import org.mtporacle.reference.kernels.Kernels;
+
+import java.util.List;
+
+/** A model loaded into the reference: the block and target head over the caller's weights (no copies). */
+public final class ReferenceDraftModel implements DraftModel {
+    private final MtpModel model;
+    private final Kernels kernels;
+    private final BlockForward block;
+    private final TargetHead head;
+    private boolean closed;
+
+    public ReferenceDraftModel(MtpModel model, Kernels kernels) {
+        this(model, kernels, new MtpBlock(model.config(), model.weights(), kernels));
+    }
+
+    /** A model whose lifecycle runs over another block (lifecycle tests substitute a fake, spec §1.9). */
+    ReferenceDraftModel(MtpModel model, Kernels kernels, BlockForward block) {
+        this.model = model;
+        this.kernels = kernels;
+        this.block = block;
+        this.head = new TargetHead(model.weights(), kernels);
+    }
+
+    @Override
+    public MtpModel model() {
+        return model;
+    }
+
+    @Override
+    public String numerics() {
+        return "f32 (" + kernels.describe() + ")";
+    }
+
+    @Override
+    public DraftRows openRows(List<RowCheckpoint> checkpoints) {
+        return openReferenceRows(checkpoints);
+    }
+
+    /** {@link #openRows} typed as the reference group, which also offers {@link DraftChooser} drafting. */
+    public ReferenceDraftRows openReferenceRows(List<RowCheckpoint> checkpoints) {
+        if (closed) {
+            throw MtpException.illegalState("openRows: the model is closed");
+        }
+        ReferenceDraftRows rows = new ReferenceDraftRows(this);
+        rows.append(checkpoints);
+        return rows;
+    }
+
+    BlockForward block() {
+        return block;
+    }
+
+    public TargetHead head() {
+        return head;
+    }
+
+    public Kernels kernels() {
+        return kernels;
+    }
+
+    @Override
+    public void close() {
+        if (!closed) {
+            closed = true;
+            kernels.close();
+        }
+    }
+}

@@ -1,0 +1,332 @@
+package org.mtporacle.reference;
+
+import org.mtporacle.api.DraftRows;
+import org.mtporacle.api.DraftSampling;
+import org.mtporacle.api.HostTensor;
+import org.mtporacle.api.MtpConfig;
+import org.mtporacle.api.MtpException;
+import org.mtporacle.api.RowCheckpoint;
+import org.mtporacle.api.RowContract;
+import org.mtporacle.reference.sampling.DraftSampler;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The reference row group (spec §5 with the decisions of §11): each row owns an unpadded KV cache, its retained true
+ * hidden and its prefilled flag. Every call validates first and mutates only after its computation succeeded, so a
+ * failed call leaves every row unchanged.
+ */
+public final class ReferenceDraftRows implements DraftRows {
+    /** Prefill forwards at most this many positions at once (spec §5.4). */
+    public static final int PREFILL_CHUNK = 2048;
+
+    private static final int[] NO_DRAFTS = new int[0];
+
+    private final ReferenceDraftModel model;
+    private final MtpConfig c;
+    private final List<Row> rows = new ArrayList<>();
+    private boolean roundOpen;
+    private int depth;
+    private boolean closed;
+    private String poisonedBy;
+
+    /** One request's drafter state. */
+    private static final class Row {
+        RowKv kv;
+        float[] hidden;      // [H] the true hidden h_{P−1}, or null (cold row, or during a round)
+        boolean prefilled;   // has target context (restored or prefilled)
+        int[] drafts = NO_DRAFTS;
+        int beforeRound;     // kv length when the open round began
+
+        Row(RowKv kv, float[] hidden, boolean prefilled) {
+            this.kv = kv;
+            this.hidden = hidden;
+            this.prefilled = prefilled;
+        }
+    }
+
+    ReferenceDraftRows(ReferenceDraftModel model) {
+        this.model = model;
+        this.c = model.model().config();
+    }
+
+    @Override
+    public int rowCount() {
+        return rows.size();
+    }
+
+    @Override
+    public void append(List<RowCheckpoint> checkpoints) {
+        RowContract.checkUsable("append", closed, poisonedBy);
+        RowContract.checkNoOpenRound("append", roundOpen);
+        RowContract.checkpoints("append", checkpoints, model.model());
+        List<Row> added = new ArrayList<>(checkpoints.size());
+        for (RowCheckpoint cp : checkpoints) {
+            if (cp == null) {
+                added.add(new Row(new RowKv(c.numKvHeads(), c.headDim()), null, false));
+            } else {
+                int kept = cp.processedTokens() - 1;
+                RowKv kv = kept == 0 ? new RowKv(c.numKvHeads(), c.headDim())
+                        : RowKv.of(c.numKvHeads(), c.headDim(), kept, cp.keys().toFloatArray(),
+                        cp.values().toFloatArray());
+                added.add(new Row(kv, cp.hidden().toFloatArray(), true));
+            }
+        }
+        rows.addAll(added);
+    }
+
+    @Override
+    public void filterRows(int[] keep) {
+        RowContract.checkUsable("filterRows", closed, poisonedBy);
+        RowContract.checkNoOpenRound("filterRows", roundOpen);
+        RowContract.keep(keep, rows.size());
+        List<Row> kept = new ArrayList<>(keep.length);
+        for (int r : keep) {
+            kept.add(rows.get(r));
+        }
+        rows.clear();
+        rows.addAll(kept);
+    }
+
+    @Override
+    public void prefill(HostTensor tokens, HostTensor context) {
+        RowContract.checkUsable("prefill", closed, poisonedBy);
+        RowContract.checkNoOpenRound("prefill", roundOpen);
+        RowContract.checkHasRows("prefill", rows.size());
+        int b = rows.size();
+        int[][] ids = RowContract.tokens("prefill", tokens, b, model.head().vocabSize());
+        int len = ids[0].length;
+        int hSize = c.hiddenSize();
+        RowContract.context("prefill", context, b, len, hSize, "the taps at the same L positions as tokens");
+        float[] ctx = context.toFloatArray(); // [B, L, H]
+        int[] saved = lengths();
+        try {
+            // 1. bridge: each prefilled row pairs tokens[b, 0] with its retained hidden; cold rows keep nothing
+            List<Integer> bridged = new ArrayList<>();
+            for (int r = 0; r < b; r++) {
+                if (rows.get(r).prefilled) {
+                    bridged.add(r);
+                }
+            }
+            if (!bridged.isEmpty()) {
+                int[] first = new int[bridged.size()];
+                float[] hin = new float[bridged.size() * hSize];
+                RowKv[] kvs = new RowKv[bridged.size()];
+                for (int i = 0; i < first.length; i++) {
+                    Row row = rows.get(bridged.get(i));
+                    first[i] = ids[bridged.get(i)][0];
+                    System.arraycopy(row.hidden, 0, hin, i * hSize, hSize);
+                    kvs[i] = row.kv;
+                }
+                model.block().forward(model.head().embed(first), hin, kvs, 1, null);
+            }
+            // 2. shifted chunks: token p+1 pairs with hidden p, at most PREFILL_CHUNK positions per forward
+            for (int pos = 0; pos + 1 < len; pos += PREFILL_CHUNK) {
+                int end = Math.min(pos + PREFILL_CHUNK, len - 1);
+                int s = end - pos;
+                int[] chunkIds = new int[b * s];
+                float[] hin = new float[b * s * hSize];
+                for (int r = 0; r < b; r++) {
+                    System.arraycopy(ids[r], pos + 1, chunkIds, r * s, s);
+                    System.arraycopy(ctx, (r * len + pos) * hSize, hin, r * s * hSize, s * hSize);
+                }
+                model.block().forward(model.head().embed(chunkIds), hin, kvArray(), s, null);
+            }
+        } catch (RuntimeException e) {
+            restoreLengths(saved);
+            throw e;
+        }
+        // 3. retain the last tap; every row is now prefilled
+        for (int r = 0; r < b; r++) {
+            Row row = rows.get(r);
+            row.hidden = new float[hSize];
+            System.arraycopy(ctx, (r * len + len - 1) * hSize, row.hidden, 0, hSize);
+            row.prefilled = true;
+        }
+    }
+
+    @Override
+    public int[][] draft(int[] pending, int depth, long[] steps, DraftSampling sampling) {
+        return draft(pending, depth, steps, sampling, DraftChooser.SAMPLED);
+    }
+
+    /**
+     * {@link #draft(int[], int, long[], DraftSampling)} with a {@link DraftChooser} that sees every position's
+     * log-probs and may replace the sampled token.
+     */
+    public int[][] draft(int[] pending, int depth, long[] steps, DraftSampling sampling, DraftChooser chooser) {
+        RowContract.checkUsable("draft", closed, poisonedBy);
+        RowContract.checkNoOpenRound("draft", roundOpen);
+        RowContract.checkHasRows("draft", rows.size());
+        int b = rows.size();
+        int vocab = model.head().vocabSize();
+        RowContract.draftArguments(pending, depth, steps, sampling, b, vocab);
+        for (int r = 0; r < b; r++) {
+            if (rows.get(r).hidden == null) {
+                throw MtpException.illegalState("draft: row " + r + " has no retained hidden (a cold row must be "
+                        + "prefilled first, spec §5.7)");
+            }
+        }
+        int hSize = c.hiddenSize();
+        int[] saved = lengths();
+        int[][] out = new int[b][depth];
+        try {
+            int[] ids = pending.clone();
+            float[] hin = new float[b * hSize];
+            for (int r = 0; r < b; r++) {
+                System.arraycopy(rows.get(r).hidden, 0, hin, r * hSize, hSize);
+            }
+            RowKv[] kvs = kvArray();
+            if (depth == 0) {
+                // the pending row only; no logits, no sampling (spec §5.7, §11.2)
+                model.block().forward(model.head().embed(ids), hin, kvs, 1, null);
+            }
+            for (int t = 0; t < depth; t++) {
+                float[] y = model.block().forward(model.head().embed(ids), hin, kvs, 1, null);
+                float[] lp = model.head().logProbs(y, b);
+                for (int r = 0; r < b; r++) {
+                    int sampled = DraftSampler.sample(lp, r * vocab, vocab, sampling.row(r), steps[r] + t);
+                    int chosen = chooser.choose(r, t, lp, r * vocab, sampled);
+                    if (chosen < 0 || chosen >= vocab) {
+                        throw MtpException.invalidArgument("draft: chooser returned token " + chosen + " for row "
+                                + r + " position " + t + ", outside [0, " + vocab + ")");
+                    }
+                    out[r][t] = chosen;
+                    ids[r] = chosen;
+                }
+                hin = y;
+            }
+        } catch (RuntimeException e) {
+            restoreLengths(saved);
+            throw e;
+        }
+        for (int r = 0; r < b; r++) {
+            Row row = rows.get(r);
+            row.beforeRound = saved[r];
+            row.drafts = out[r].clone();
+            row.hidden = null;
+        }
+        this.depth = depth;
+        this.roundOpen = true;
+        return out;
+    }
+
+    @Override
+    public void commit(int[] accepted, HostTensor context) {
+        RowContract.checkUsable("commit", closed, poisonedBy);
+        if (!roundOpen) {
+            throw MtpException.illegalState("commit: no draft round is open (spec §5.8)");
+        }
+        int b = rows.size();
+        RowContract.accepted(accepted, b, depth);
+        int hSize = c.hiddenSize();
+        int width = depth + 1;
+        RowContract.context("commit", context, b, width, hSize, "width = depth + 1 = " + width + " verify taps");
+        float[] ctx = context.toFloatArray(); // [B, depth+1, H]
+        int[] saved = lengths();
+        int appended = Math.max(1, depth);
+        try {
+            // 1. keep the pending row plus the rows of accepted proposals
+            for (int r = 0; r < b; r++) {
+                Row row = rows.get(r);
+                row.kv.setLength(row.beforeRound + Math.min(accepted[r] + 1, appended));
+            }
+            // 2. full acceptance: build the last proposal's row from the true hidden preceding it
+            List<Integer> full = new ArrayList<>();
+            for (int r = 0; r < b; r++) {
+                if (depth > 0 && accepted[r] == depth) {
+                    full.add(r);
+                }
+            }
+            if (!full.isEmpty()) {
+                int[] ids = new int[full.size()];
+                float[] hin = new float[full.size() * hSize];
+                RowKv[] kvs = new RowKv[full.size()];
+                for (int i = 0; i < ids.length; i++) {
+                    int r = full.get(i);
+                    ids[i] = rows.get(r).drafts[depth - 1];
+                    System.arraycopy(ctx, (r * width + depth - 1) * hSize, hin, i * hSize, hSize);
+                    kvs[i] = rows.get(r).kv;
+                }
+                model.block().forward(model.head().embed(ids), hin, kvs, 1, null);
+            }
+        } catch (RuntimeException e) {
+            restoreLengths(saved);
+            throw e;
+        }
+        // 3. retain the true hidden at the last processed position
+        for (int r = 0; r < b; r++) {
+            Row row = rows.get(r);
+            row.hidden = new float[hSize];
+            System.arraycopy(ctx, (r * width + accepted[r]) * hSize, row.hidden, 0, hSize);
+            row.drafts = NO_DRAFTS;
+        }
+        roundOpen = false;
+        depth = 0;
+    }
+
+    @Override
+    public RowCheckpoint capture(int row) {
+        RowContract.checkUsable("capture", closed, poisonedBy);
+        RowContract.checkNoOpenRound("capture", roundOpen);
+        RowContract.row("capture", row, rows.size());
+        Row r = rows.get(row);
+        if (r.hidden == null) {
+            throw MtpException.illegalState("capture: row " + row + " has consumed no target token yet (a cold row "
+                    + "must be prefilled first, spec §11.1)");
+        }
+        int kept = r.kv.length();
+        int nKv = c.numKvHeads();
+        int d = c.headDim();
+        HostTensor keys = kept == 0 ? null : HostTensor.ofFloats(r.kv.export(true), 1, nKv, kept, d);
+        HostTensor values = kept == 0 ? null : HostTensor.ofFloats(r.kv.export(false), 1, nKv, kept, d);
+        HostTensor hidden = HostTensor.ofFloats(r.hidden, 1, 1, c.hiddenSize());
+        return new RowCheckpoint(RowCheckpoint.SCHEMA, kept + 1, kept, model.model().identity(), keys, values,
+                hidden);
+    }
+
+    /** The drafter positions each row holds (for tests and reports). */
+    public int[] drafterLengths() {
+        return lengths();
+    }
+
+    /** True while a draft round is open. */
+    public boolean roundOpen() {
+        return roundOpen;
+    }
+
+    @Override
+    public boolean isClosed() {
+        return closed;
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        rows.clear();
+        roundOpen = false;
+    }
+
+    private RowKv[] kvArray() {
+        RowKv[] kvs = new RowKv[rows.size()];
+        for (int r = 0; r < kvs.length; r++) {
+            kvs[r] = rows.get(r).kv;
+        }
+        return kvs;
+    }
+
+    private int[] lengths() {
+        int[] out = new int[rows.size()];
+        for (int r = 0; r < out.length; r++) {
+            out[r] = rows.get(r).kv.length();
+        }
+        return out;
+    }
+
+    private void restoreLengths(int[] saved) {
+        for (int r = 0; r < saved.length; r++) {
+            rows.get(r).kv.setLength(saved[r]);
+        }
+    }
+}
