@@ -9,29 +9,29 @@ import org.mtporacle.reference.kernels.Kernels;
  * One gated full-attention Qwen3.5 decoder layer (spec §1.4 steps 5–9, §1.5): the MTP block's inner layer, and each
  * layer of the reference target. Rows attend to their own cache only.
  */
-final class DecoderLayer {
+public final class DecoderLayer {
     private final MtpConfig c;
     private final Weights w;
     private final Kernels k;
 
     /** The layer's weights, norms in full-gain form. */
-    record Weights(float[] inputNorm, LinearWeight qProj, LinearWeight kProj, LinearWeight vProj, LinearWeight oProj,
+    public record Weights(float[] inputNorm, LinearWeight qProj, LinearWeight kProj, LinearWeight vProj, LinearWeight oProj,
                    float[] qNorm, float[] kNorm, float[] postAttentionNorm, LinearWeight gateProj,
                    LinearWeight upProj, LinearWeight downProj) {
-        static Weights of(MtpWeights m) {
+        public static Weights of(MtpWeights m) {
             return new Weights(m.inputNorm(), m.qProj(), m.kProj(), m.vProj(), m.oProj(), m.qNorm(), m.kNorm(),
                     m.postAttentionNorm(), m.gateProj(), m.upProj(), m.downProj());
         }
     }
 
-    DecoderLayer(MtpConfig config, Weights weights, Kernels kernels) {
+    public DecoderLayer(MtpConfig config, Weights weights, Kernels kernels) {
         this.c = config;
         this.w = weights;
         this.k = kernels;
     }
 
     /** {@code y = h1 + MLP(RMSNorm(h1))}, {@code h1 = x + attention(RMSNorm(x))} for {@code x [B·S, H]}. */
-    float[] forward(float[] x, RowKv[] kvs, int s, ForwardTrace trace) {
+    public float[] forward(float[] x, RowKv[] kvs, int s, ForwardTrace trace) {
         int hSize = c.hiddenSize();
         int n = kvs.length * s;
         double eps = c.rmsNormEps();

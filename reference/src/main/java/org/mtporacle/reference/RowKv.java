@@ -7,7 +7,7 @@ import java.util.Arrays;
  * {@code D} floats in temporal order. Positions past {@code length} are stale (rolled back) and are overwritten by
  * later appends (spec §4.2), never read.
  */
-final class RowKv {
+public final class RowKv {
     private static final int GROWTH = 256;
 
     private final int numKvHeads;
@@ -17,7 +17,7 @@ final class RowKv {
     private int capacity;
     private int length;
 
-    RowKv(int numKvHeads, int headDim) {
+    public RowKv(int numKvHeads, int headDim) {
         this.numKvHeads = numKvHeads;
         this.headDim = headDim;
         this.keys = new float[numKvHeads][0];
@@ -25,12 +25,12 @@ final class RowKv {
     }
 
     /** Valid positions: the row's logical cache length, also the RoPE position of the next append (spec §1.5). */
-    int length() {
+    public int length() {
         return length;
     }
 
     /** Cuts or restores the valid length to {@code n ≤ capacity} (round rollback, spec §4.4). */
-    void setLength(int n) {
+    public void setLength(int n) {
         if (n < 0 || n > capacity) {
             throw new IllegalStateException("kv: length " + n + " outside [0, " + capacity + "]");
         }
