@@ -14,7 +14,7 @@ import org.mtporacle.api.MtpConfig;
 import org.mtporacle.api.MtpException;
 
 class ModelConfigReaderTest {
-    static final Path EXTERNAL = Path.of("/work/shared/external/qwen35-mtp-transformers");
+    static final Path EXTERNAL = Path.of("src/test/data/qwen35-mtp-transformers");
 
     private static ModelConfig parse(String json) throws Exception {
         JsonNode n = SafetensorsFile.JSON.readTree(json);
