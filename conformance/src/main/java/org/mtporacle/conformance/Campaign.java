@@ -1,0 +1,130 @@
+package org.mtporacle.conformance;
+
+import org.mtporacle.api.DraftModel;
+import org.mtporacle.conformance.chain.Action;
+import org.mtporacle.conformance.chain.ChainGenerator;
+import org.mtporacle.conformance.chain.Shrinker;
+import org.mtporacle.conformance.lockstep.ChainOutcome;
+import org.mtporacle.conformance.lockstep.Divergence;
+import org.mtporacle.conformance.lockstep.Lockstep;
+import org.mtporacle.conformance.lockstep.Tolerance;
+import org.mtporacle.conformance.trace.ChainTrace;
+import org.mtporacle.conformance.trace.TraceFiles;
+import org.mtporacle.reference.ReferenceDraftModel;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A lockstep campaign: {@code chains} seeded chains of one backend against the reference on one fixture. Failing
+ * chains are shrunk to a minimal chain that fails the same way and written as replayable traces.
+ */
+public final class Campaign {
+
+    /** What to run. {@code shardIndex}/{@code shardCount} select a disjoint range of the chain indices. */
+    public record Settings(String fixture, String backend, Map<String, String> options, Tolerance tolerance,
+                           int chains, long seed, int shardIndex, int shardCount, ChainGenerator.Limits limits,
+                           Path traceDir, int shrinkAttempts) {
+        public Settings {
+            options = Map.copyOf(options);
+            if (shardCount < 1 || shardIndex < 0 || shardIndex >= shardCount) {
+                throw new IllegalArgumentException("shard " + (shardIndex + 1) + "/" + shardCount + " is not valid");
+            }
+        }
+
+        /** The chain indices of this shard: a contiguous range of {@code [0, chains)}. */
+        public long firstChain() {
+            return (long) chains * shardIndex / shardCount;
+        }
+
+        public long endChain() {
+            return (long) chains * (shardIndex + 1) / shardCount;
+        }
+    }
+
+    /** A shrunk failure and where its trace was written. */
+    public record Failure(long chainSeed, int originalLength, List<Action> shrunk, Divergence divergence,
+                          Path trace) {
+    }
+
+    /** What a campaign found. */
+    public record Result(Settings settings, String modelIdentity, String numerics, long chainsRun, long passed,
+                         List<Failure> failures, ChainOutcome.Stats stats, double seconds) {
+        public boolean ok() {
+            return failures.isEmpty();
+        }
+
+        public double chainsPerSecond() {
+            return seconds == 0 ? 0 : chainsRun / seconds;
+        }
+    }
+
+    /** Called after every chain. */
+    @FunctionalInterface
+    public interface Progress {
+        void chainDone(long done, long total, boolean passed);
+    }
+
+    private Campaign() {
+    }
+
+    /** The seed of chain {@code index} in a campaign seeded {@code seed}. */
+    public static long chainSeed(long seed, long index) {
+        return seed * 0x9E3779B97F4A7C15L + index * 0xBF58476D1CE4E5B9L + 0x94D049BB133111EBL;
+    }
+
+    public static Result run(Settings s, ReferenceDraftModel oracle, DraftModel subject, Progress progress) {
+        Lockstep lockstep = new Lockstep(oracle, subject, s.tolerance());
+        ChainGenerator gen = new ChainGenerator(s.limits());
+        long start = System.nanoTime();
+        List<Failure> failures = new ArrayList<>();
+        ChainOutcome.Stats stats = ChainOutcome.Stats.NONE;
+        long total = s.endChain() - s.firstChain();
+        long passed = 0;
+        for (long i = s.firstChain(); i < s.endChain(); i++) {
+            long seed = chainSeed(s.seed(), i);
+            List<Action> chain = gen.generate(seed);
+            ChainOutcome out = lockstep.run(seed, chain);
+            stats = stats.plus(out.stats());
+            if (out.passed()) {
+                passed++;
+            } else {
+                failures.add(shrinkAndRecord(s, lockstep, oracle, out));
+            }
+            progress.chainDone(i - s.firstChain() + 1, total, out.passed());
+        }
+        double seconds = (System.nanoTime() - start) / 1e9;
+        return new Result(s, oracle.model().identity(), subject.numerics(), total, passed, failures, stats, seconds);
+    }
+
+    /** Shrinks a failing outcome (same divergence category) and writes its trace. */
+    public static Failure shrinkAndRecord(Settings s, Lockstep lockstep, ReferenceDraftModel oracle,
+                                          ChainOutcome failed) {
+        Divergence.Category category = failed.divergence().category();
+        List<Action> failing = failed.chain().subList(0, failed.executed());
+        Shrinker shrinker = new Shrinker(c -> {
+            ChainOutcome o = lockstep.run(failed.seed(), c);
+            return !o.passed() && o.divergence().category() == category;
+        }, s.shrinkAttempts());
+        List<Action> shrunk = shrinker.shrink(failing);
+        ChainOutcome again = lockstep.run(failed.seed(), shrunk);
+        Divergence d = again.passed() ? failed.divergence() : again.divergence();
+        Path trace = null;
+        if (s.traceDir() != null) {
+            trace = s.traceDir().resolve("chain-" + s.backend() + "-" + s.fixture() + "-"
+                    + Long.toHexString(failed.seed()) + ".json");
+            try {
+                TraceFiles.write(new ChainTrace(ChainTrace.FORMAT, s.fixture(), oracle.model().identity(),
+                        s.backend(), s.options(), s.tolerance().name(), failed.seed(), shrunk, d,
+                        failed.chain().size()), trace);
+            } catch (IOException e) {
+                throw new UncheckedIOException("conform: cannot write trace " + trace, e);
+            }
+        }
+        return new Failure(failed.seed(), failed.chain().size(), shrunk, d, trace);
+    }
+}

@@ -1,0 +1,32 @@
+package org.mtporacle.conformance.lockstep;
+
+import org.mtporacle.conformance.chain.Action;
+
+import java.util.List;
+
+/**
+ * The result of one chain in lockstep: how far it ran, the first divergence (null when it passed), and what was
+ * compared.
+ */
+public record ChainOutcome(long seed, List<Action> chain, int executed, Divergence divergence, Stats stats) {
+    public ChainOutcome {
+        chain = List.copyOf(chain);
+    }
+
+    public boolean passed() {
+        return divergence == null;
+    }
+
+    /** Counts and worst values of the comparisons a chain made. */
+    public record Stats(int comparedTokens, int nearTies, int comparedCheckpoints, double maxKvNmse,
+                        double maxHiddenNmse, int badCalls, int skippedBadCalls, double maxNearTieGap) {
+        public static final Stats NONE = new Stats(0, 0, 0, 0, 0, 0, 0, 0);
+
+        public Stats plus(Stats o) {
+            return new Stats(comparedTokens + o.comparedTokens, nearTies + o.nearTies,
+                    comparedCheckpoints + o.comparedCheckpoints, Math.max(maxKvNmse, o.maxKvNmse),
+                    Math.max(maxHiddenNmse, o.maxHiddenNmse), badCalls + o.badCalls,
+                    skippedBadCalls + o.skippedBadCalls, Math.max(maxNearTieGap, o.maxNearTieGap));
+        }
+    }
+}
