@@ -157,6 +157,15 @@ public final class Lockstep {
             if (divergence != null) {
                 return;
             }
+            if (g.rowCount() != shape.rows()) {
+                if (side.equals("reference")) {
+                    throw new IllegalStateException("the reference changed its row count in a failed call at action "
+                            + index);
+                }
+                diverge(Category.STATE_AFTER_FAILURE, "a failed call changed the backend's row count from "
+                        + shape.rows() + " to " + g.rowCount(), Map.of("before", shape.rows(), "after", g.rowCount()));
+                return;
+            }
             List<RowCheckpoint> after = captureAll(g);
             for (int r = 0; r < before.size(); r++) {
                 RowCheckpoint a = before.get(r);
@@ -300,6 +309,12 @@ public final class Lockstep {
         }
 
         void compareRows() {
+            if (subject.rowCount() != oracle.rowCount()) {
+                diverge(Category.CHECKPOINT, "backend has " + subject.rowCount() + " rows, reference "
+                        + oracle.rowCount(), Map.of("backendRows", subject.rowCount(), "referenceRows",
+                        oracle.rowCount()));
+                return;
+            }
             if (shape.roundOpen()) {
                 return;
             }

@@ -1,0 +1,95 @@
+package org.mtporacle.conformance.mutants;
+
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+import org.mtporacle.api.MtpModel;
+import org.mtporacle.conformance.Campaign;
+import org.mtporacle.conformance.FixtureRecipe;
+import org.mtporacle.conformance.chain.Action;
+import org.mtporacle.conformance.chain.ChainGenerator;
+import org.mtporacle.conformance.lockstep.ChainOutcome;
+import org.mtporacle.conformance.lockstep.Lockstep;
+import org.mtporacle.conformance.lockstep.Tolerance;
+import org.mtporacle.conformance.trace.ChainTrace;
+import org.mtporacle.conformance.trace.TraceFiles;
+import org.mtporacle.reference.ReferenceBackend;
+import org.mtporacle.reference.ReferenceDraftModel;
+import org.mtporacle.reference.kernels.KernelMode;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The kit proves it catches bugs: each mutant of a correct second implementation fails lockstep within 60 s with a
+ * shrunk counterexample of at most 10 actions, written as a trace that replays to the same failure.
+ */
+class MutantsAreCaughtTest {
+    private static final int MAX_CHAINS = 300;
+    private static final int MAX_SHRUNK_ACTIONS = 10;
+    private static MtpModel model;
+
+    @BeforeAll
+    static void loadFixture() {
+        model = FixtureRecipe.named("tiny").load(Path.of("target", "fixture-cache"));
+    }
+
+    @Test
+    void theCorrectSecondImplementationPassesLockstep() {
+        try (ReferenceDraftModel oracle = ReferenceBackend.load(model, KernelMode.VECTOR, 1);
+             SimpleBackend simple = new SimpleBackend(model, Mutation.NONE)) {
+            Campaign.Result r = Campaign.run(settings(100, null), oracle, simple, (d, t, p) -> { });
+            assertThat(r.failures()).as("%s", r.failures()).isEmpty();
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(value = Mutation.class, names = "NONE", mode = EnumSource.Mode.EXCLUDE)
+    void everyMutantIsCaughtWithAShortReplayableCounterexample(Mutation mutation) throws Exception {
+        Path traces = Files.createTempDirectory("mutant-traces");
+        long start = System.nanoTime();
+        try (ReferenceDraftModel oracle = ReferenceBackend.load(model, KernelMode.VECTOR, 1);
+             SimpleBackend mutant = new SimpleBackend(model, mutation)) {
+            Campaign.Settings s = settings(MAX_CHAINS, traces);
+            Lockstep lockstep = new Lockstep(oracle, mutant, s.tolerance());
+            ChainGenerator gen = new ChainGenerator(s.limits());
+            Campaign.Failure failure = null;
+            for (long i = 0; i < MAX_CHAINS && failure == null; i++) {
+                long seed = Campaign.chainSeed(s.seed(), i);
+                ChainOutcome out = lockstep.run(seed, gen.generate(seed));
+                if (!out.passed()) {
+                    failure = Campaign.shrinkAndRecord(s, lockstep, oracle, out);
+                }
+            }
+            Duration took = Duration.ofNanos(System.nanoTime() - start);
+            assertThat(failure).as("%s must be caught within %d chains", mutation, MAX_CHAINS).isNotNull();
+            assertThat(failure.shrunk().size()).as("%s shrunk to %s", mutation, failure.shrunk())
+                    .isLessThanOrEqualTo(MAX_SHRUNK_ACTIONS);
+            assertThat(took).as("%s caught in %s", mutation, took).isLessThan(Duration.ofSeconds(60));
+
+            ChainTrace trace = TraceFiles.read(failure.trace());
+            assertThat(trace.actions()).isEqualTo(failure.shrunk());
+            ChainOutcome replay = lockstep.run(trace.seed(), trace.actions());
+            assertThat(replay.passed()).as("the trace replays to a failure").isFalse();
+            assertThat(replay.divergence().category()).isEqualTo(failure.divergence().category());
+            System.out.printf("%-38s caught: %-20s in %2d actions (from %2d), %5d ms: %s%n", mutation,
+                    failure.divergence().category(), failure.shrunk().size(), failure.originalLength(),
+                    took.toMillis(), failure.divergence().message());
+        }
+    }
+
+    private static Campaign.Settings settings(int chains, Path traces) {
+        return new Campaign.Settings("tiny", "mutant", Map.of(), Tolerance.F32, chains, 7, 0, 1,
+                ChainGenerator.Limits.defaults(), traces, 400);
+    }
+
+    static String describe(List<Action> chain) {
+        return String.join("; ", chain.stream().map(Action::describe).toList());
+    }
+}

@@ -1,0 +1,31 @@
+package org.mtporacle.conformance.mutants;
+
+/** One realistic bug injected into an otherwise correct backend ({@link SimpleBackend}). */
+public enum Mutation {
+    /** None: the correct second implementation. */
+    NONE,
+    /** RoPE uses position {@code offset + t + 1} (the token's target position) instead of the drafter row index. */
+    WRONG_ROPE_POSITION,
+    /** Commit keeps {@code accepted} rows instead of {@code accepted + 1}. */
+    OFF_BY_ONE_KEPT_COUNT,
+    /** Prefill of a restored row skips the bridge row {@code (tokens[0], retained hidden)}. */
+    MISSING_BRIDGE_ROW,
+    /** The loader adds the norm {@code +1} a second time. */
+    NORM_FOLD_APPLIED_TWICE,
+    /** The attention output is not multiplied by {@code σ(gate)}. */
+    GATE_NOT_APPLIED,
+    /** Query head {@code j} reads KV head {@code j mod nKV} instead of {@code j / (nH/nKV)}. */
+    WRONG_GQA_HEAD_MAPPING,
+    /** filterRows reorders the retained hiddens but not the KV caches. */
+    FILTER_REORDERS_HIDDEN_NOT_KV,
+    /** Commit keeps the hidden of verify position 0 instead of position {@code accepted}. */
+    STALE_HIDDEN_AFTER_COMMIT,
+    /** Full acceptance does not build the last proposal's row. */
+    EXTRA_ROW_MISSING_ON_FULL_ACCEPTANCE,
+    /** Draft position {@code t} samples at step {@code steps[b] + t + 1}. */
+    SAMPLER_STEP_OFF_BY_ONE,
+    /** capture reports {@code draftOffset = P} instead of {@code P − 1}. */
+    CHECKPOINT_OFFSET_OFF_BY_ONE,
+    /** append adds the rows before a bad checkpoint, then fails: a half-mutating bad call. */
+    BAD_APPEND_HALF_MUTATES
+}

@@ -1,0 +1,381 @@
+package org.mtporacle.conformance.mutants;
+
+import org.mtporacle.api.DraftModel;
+import org.mtporacle.api.DraftRows;
+import org.mtporacle.api.DraftSampling;
+import org.mtporacle.api.HostTensor;
+import org.mtporacle.api.MtpConfig;
+import org.mtporacle.api.MtpException;
+import org.mtporacle.api.MtpModel;
+import org.mtporacle.api.MtpWeights;
+import org.mtporacle.api.RowCheckpoint;
+import org.mtporacle.api.RowContract;
+import org.mtporacle.reference.kernels.KernelMode;
+import org.mtporacle.reference.kernels.Kernels;
+import org.mtporacle.reference.sampling.DraftSampler;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * A second, independent and deliberately plain implementation of the row contract (one row at a time, one position
+ * at a time, KV as lists), used by the kit's own tests: with {@link Mutation#NONE} it must pass lockstep; with any
+ * other mutation the kit must catch it.
+ */
+public final class SimpleBackend implements DraftModel {
+    private final MtpModel model;
+    private final MtpConfig c;
+    private final MtpWeights w;
+    private final Kernels k = new Kernels(KernelMode.SCALAR, 1);
+    private final Mutation bug;
+
+    public SimpleBackend(MtpModel model, Mutation bug) {
+        this.model = model;
+        this.c = model.config();
+        this.w = bug == Mutation.NORM_FOLD_APPLIED_TWICE ? foldAgain(model.weights()) : model.weights();
+        this.bug = bug;
+    }
+
+    @Override
+    public MtpModel model() {
+        return model;
+    }
+
+    @Override
+    public String numerics() {
+        return "simple f32 (" + bug + ")";
+    }
+
+    @Override
+    public DraftRows openRows(List<RowCheckpoint> checkpoints) {
+        Rows rows = new Rows();
+        rows.append(checkpoints);
+        return rows;
+    }
+
+    @Override
+    public void close() {
+        k.close();
+    }
+
+    /** One row: KV per position {@code [nKV·D]}, retained hidden, drafts of the open round. */
+    private static final class Row {
+        final List<float[]> keys = new ArrayList<>();
+        final List<float[]> values = new ArrayList<>();
+        float[] hidden;
+        int[] drafts = new int[0];
+        int roundStart;
+    }
+
+    private final class Rows implements DraftRows {
+        List<Row> rows = new ArrayList<>();
+        boolean round;
+        int depth;
+        boolean closed;
+
+        @Override
+        public int rowCount() {
+            return rows.size();
+        }
+
+        @Override
+        public void append(List<RowCheckpoint> cps) {
+            RowContract.checkUsable("append", closed, null);
+            RowContract.checkNoOpenRound("append", round);
+            if (bug != Mutation.BAD_APPEND_HALF_MUTATES) {
+                RowContract.checkpoints("append", cps, model);
+            } else if (cps == null) {
+                throw MtpException.invalidArgument("append: checkpoint list is null");
+            }
+            for (int i = 0; i < cps.size(); i++) {
+                RowCheckpoint cp = cps.get(i);
+                if (bug == Mutation.BAD_APPEND_HALF_MUTATES && cp != null) {
+                    RowContract.checkpoint("append", i, cp, model);
+                }
+                Row r = new Row();
+                if (cp != null) {
+                    int n = cp.processedTokens() - 1;
+                    float[] kk = n == 0 ? new float[0] : cp.keys().toFloatArray();
+                    float[] vv = n == 0 ? new float[0] : cp.values().toFloatArray();
+                    for (int p = 0; p < n; p++) {
+                        r.keys.add(gatherPosition(kk, n, p));
+                        r.values.add(gatherPosition(vv, n, p));
+                    }
+                    r.hidden = cp.hidden().toFloatArray();
+                }
+                rows.add(r);
+            }
+        }
+
+        @Override
+        public void filterRows(int[] keep) {
+            RowContract.checkUsable("filterRows", closed, null);
+            RowContract.checkNoOpenRound("filterRows", round);
+            RowContract.keep(keep, rows.size());
+            List<Row> next = new ArrayList<>();
+            for (int i = 0; i < keep.length; i++) {
+                Row src = rows.get(keep[i]);
+                if (bug == Mutation.FILTER_REORDERS_HIDDEN_NOT_KV) {
+                    Row kvFrom = rows.get(i < rows.size() ? i : keep[i]);
+                    Row r = new Row();
+                    r.keys.addAll(kvFrom.keys);
+                    r.values.addAll(kvFrom.values);
+                    r.hidden = src.hidden;
+                    next.add(r);
+                } else {
+                    next.add(src);
+                }
+            }
+            rows = next;
+        }
+
+        @Override
+        public void prefill(HostTensor tokens, HostTensor context) {
+            RowContract.checkUsable("prefill", closed, null);
+            RowContract.checkNoOpenRound("prefill", round);
+            RowContract.checkHasRows("prefill", rows.size());
+            int[][] ids = RowContract.tokens("prefill", tokens, rows.size(), c.vocabSize());
+            int len = ids[0].length;
+            int h = c.hiddenSize();
+            RowContract.context("prefill", context, rows.size(), len, h, "same L");
+            float[] ctx = context.toFloatArray();
+            for (int b = 0; b < rows.size(); b++) {
+                Row r = rows.get(b);
+                if (r.hidden != null && bug != Mutation.MISSING_BRIDGE_ROW) {
+                    forward(r, ids[b][0], r.hidden);
+                }
+                for (int p = 0; p + 1 < len; p++) {
+                    forward(r, ids[b][p + 1], Arrays.copyOfRange(ctx, (b * len + p) * h, (b * len + p + 1) * h));
+                }
+                r.hidden = Arrays.copyOfRange(ctx, (b * len + len - 1) * h, (b * len + len) * h);
+            }
+        }
+
+        @Override
+        public int[][] draft(int[] pending, int d, long[] steps, DraftSampling sampling) {
+            RowContract.checkUsable("draft", closed, null);
+            RowContract.checkNoOpenRound("draft", round);
+            RowContract.checkHasRows("draft", rows.size());
+            RowContract.draftArguments(pending, d, steps, sampling, rows.size(), c.vocabSize());
+            for (int b = 0; b < rows.size(); b++) {
+                if (rows.get(b).hidden == null) {
+                    throw MtpException.illegalState("draft: row " + b + " has no retained hidden");
+                }
+            }
+            int[][] out = new int[rows.size()][d];
+            for (int b = 0; b < rows.size(); b++) {
+                Row r = rows.get(b);
+                r.roundStart = r.keys.size();
+                int id = pending[b];
+                float[] hin = r.hidden;
+                int positions = Math.max(1, d);
+                for (int t = 0; t < positions; t++) {
+                    float[] y = forward(r, id, hin);
+                    if (t >= d) {
+                        break;
+                    }
+                    float[] logits = new float[c.vocabSize()];
+                    k.matmul(logits, 0, w.head(), y, 0, 1);
+                    float[] lp = new float[logits.length];
+                    k.logSoftmax(lp, 0, logits, 0, logits.length);
+                    long step = steps[b] + t + (bug == Mutation.SAMPLER_STEP_OFF_BY_ONE ? 1 : 0);
+                    id = DraftSampler.sample(lp, 0, lp.length, sampling.row(b), step);
+                    out[b][t] = id;
+                    hin = y;
+                }
+                r.drafts = out[b];
+                r.hidden = null;
+            }
+            round = true;
+            depth = d;
+            return out;
+        }
+
+        @Override
+        public void commit(int[] accepted, HostTensor context) {
+            RowContract.checkUsable("commit", closed, null);
+            if (!round) {
+                throw MtpException.illegalState("commit: no draft round is open");
+            }
+            RowContract.accepted(accepted, rows.size(), depth);
+            int h = c.hiddenSize();
+            int width = depth + 1;
+            RowContract.context("commit", context, rows.size(), width, h, "depth + 1");
+            float[] ctx = context.toFloatArray();
+            for (int b = 0; b < rows.size(); b++) {
+                Row r = rows.get(b);
+                int appended = Math.max(1, depth);
+                int kept = Math.min(accepted[b] + (bug == Mutation.OFF_BY_ONE_KEPT_COUNT ? 0 : 1), appended);
+                while (r.keys.size() > r.roundStart + kept) {
+                    r.keys.removeLast();
+                    r.values.removeLast();
+                }
+                if (depth > 0 && accepted[b] == depth && bug != Mutation.EXTRA_ROW_MISSING_ON_FULL_ACCEPTANCE) {
+                    forward(r, r.drafts[depth - 1], Arrays.copyOfRange(ctx, (b * width + depth - 1) * h,
+                            (b * width + depth) * h));
+                }
+                int at = bug == Mutation.STALE_HIDDEN_AFTER_COMMIT ? 0 : accepted[b];
+                r.hidden = Arrays.copyOfRange(ctx, (b * width + at) * h, (b * width + at + 1) * h);
+                r.drafts = new int[0];
+            }
+            round = false;
+            depth = 0;
+        }
+
+        @Override
+        public RowCheckpoint capture(int row) {
+            RowContract.checkUsable("capture", closed, null);
+            RowContract.checkNoOpenRound("capture", round);
+            RowContract.row("capture", row, rows.size());
+            Row r = rows.get(row);
+            if (r.hidden == null) {
+                throw MtpException.illegalState("capture: row " + row + " has consumed no target token");
+            }
+            int n = r.keys.size();
+            int nKv = c.numKvHeads();
+            int d = c.headDim();
+            int offset = bug == Mutation.CHECKPOINT_OFFSET_OFF_BY_ONE ? n + 1 : n;
+            return new RowCheckpoint(RowCheckpoint.SCHEMA, n + 1, offset, model.identity(),
+                    n == 0 ? null : HostTensor.ofFloats(scatter(r.keys), 1, nKv, n, d),
+                    n == 0 ? null : HostTensor.ofFloats(scatter(r.values), 1, nKv, n, d),
+                    HostTensor.ofFloats(r.hidden, 1, 1, c.hiddenSize()));
+        }
+
+        @Override
+        public boolean isClosed() {
+            return closed;
+        }
+
+        @Override
+        public void close() {
+            closed = true;
+            rows.clear();
+        }
+
+        private float[] gatherPosition(float[] kv, int n, int p) {
+            int d = c.headDim();
+            float[] out = new float[c.numKvHeads() * d];
+            for (int g = 0; g < c.numKvHeads(); g++) {
+                System.arraycopy(kv, (g * n + p) * d, out, g * d, d);
+            }
+            return out;
+        }
+
+        private float[] scatter(List<float[]> pos) {
+            int d = c.headDim();
+            int n = pos.size();
+            float[] out = new float[c.numKvHeads() * n * d];
+            for (int p = 0; p < n; p++) {
+                for (int g = 0; g < c.numKvHeads(); g++) {
+                    System.arraycopy(pos.get(p), g * d, out, (g * n + p) * d, d);
+                }
+            }
+            return out;
+        }
+    }
+
+    /** One position of spec §1.4–§1.5 for one row; appends its K and V; returns Y. */
+    private float[] forward(Row r, int token, float[] hidden) {
+        int h = c.hiddenSize();
+        int nH = c.numHeads();
+        int nKv = c.numKvHeads();
+        int d = c.headDim();
+        double eps = c.rmsNormEps();
+        float[] e = new float[h];
+        k.embed(e, 0, w.embedding(), token);
+        float[] u = new float[2 * h];
+        k.rmsNorm(u, 0, e, 0, w.preFcNormEmbedding(), h, 1, eps);
+        k.rmsNorm(u, h, hidden, 0, w.preFcNormHidden(), h, 1, eps);
+        float[] x = new float[h];
+        k.matmul(x, 0, w.fc(), u, 0, 1);
+        float[] a = new float[h];
+        k.rmsNorm(a, 0, x, 0, w.inputNorm(), h, 1, eps);
+        float[] qg = new float[nH * 2 * d];
+        float[] kk = new float[nKv * d];
+        float[] vv = new float[nKv * d];
+        k.matmul(qg, 0, w.qProj(), a, 0, 1);
+        k.matmul(kk, 0, w.kProj(), a, 0, 1);
+        k.matmul(vv, 0, w.vProj(), a, 0, 1);
+        int pos = r.keys.size() + (bug == Mutation.WRONG_ROPE_POSITION ? 1 : 0);
+        float[] q = new float[nH * d];
+        for (int j = 0; j < nH; j++) {
+            k.rmsNorm(q, j * d, qg, j * 2 * d, w.qNorm(), d, 1, eps);
+            k.rope(q, j * d, c.rotaryDims(), c.ropeTheta(), pos);
+        }
+        for (int g = 0; g < nKv; g++) {
+            k.rmsNorm(kk, g * d, kk, g * d, w.kNorm(), d, 1, eps);
+            k.rope(kk, g * d, c.rotaryDims(), c.ropeTheta(), pos);
+        }
+        r.keys.add(kk);
+        r.values.add(vv);
+        float[] o = new float[nH * d];
+        float scale = (float) c.attentionScale();
+        for (int j = 0; j < nH; j++) {
+            int g = bug == Mutation.WRONG_GQA_HEAD_MAPPING ? j % nKv : j / (nH / nKv);
+            int t = r.keys.size();
+            float[] s = new float[t];
+            float max = Float.NEGATIVE_INFINITY;
+            for (int p = 0; p < t; p++) {
+                s[p] = k.dot(q, j * d, r.keys.get(p), g * d, d) * scale;
+                max = Math.max(max, s[p]);
+            }
+            float sum = 0;
+            for (int p = 0; p < t; p++) {
+                s[p] = (float) Math.exp(s[p] - max);
+                sum += s[p];
+            }
+            for (int p = 0; p < t; p++) {
+                float pr = s[p] * (1f / sum);
+                for (int i = 0; i < d; i++) {
+                    o[j * d + i] += pr * r.values.get(p)[g * d + i];
+                }
+            }
+            if (bug != Mutation.GATE_NOT_APPLIED) {
+                for (int i = 0; i < d; i++) {
+                    o[j * d + i] *= (float) (1 / (1 + Math.exp(-qg[j * 2 * d + d + i])));
+                }
+            }
+        }
+        float[] attn = new float[h];
+        k.matmul(attn, 0, w.oProj(), o, 0, 1);
+        float[] h1 = new float[h];
+        for (int i = 0; i < h; i++) {
+            h1[i] = x[i] + attn[i];
+        }
+        float[] n = new float[h];
+        k.rmsNorm(n, 0, h1, 0, w.postAttentionNorm(), h, 1, eps);
+        int inter = c.intermediateSize();
+        float[] gate = new float[inter];
+        float[] up = new float[inter];
+        k.matmul(gate, 0, w.gateProj(), n, 0, 1);
+        k.matmul(up, 0, w.upProj(), n, 0, 1);
+        for (int i = 0; i < inter; i++) {
+            gate[i] = gate[i] * (float) (1 / (1 + Math.exp(-gate[i]))) * up[i];
+        }
+        float[] m = new float[h];
+        k.matmul(m, 0, w.downProj(), gate, 0, 1);
+        float[] y = new float[h];
+        for (int i = 0; i < h; i++) {
+            y[i] = h1[i] + m[i];
+        }
+        float[] out = new float[h];
+        k.rmsNorm(out, 0, y, 0, w.finalNorm(), h, 1, eps);
+        return out;
+    }
+
+    private static MtpWeights foldAgain(MtpWeights m) {
+        return new MtpWeights(m.fc(), plusOne(m.preFcNormEmbedding()), plusOne(m.preFcNormHidden()),
+                plusOne(m.inputNorm()), m.qProj(), m.kProj(), m.vProj(), m.oProj(), plusOne(m.qNorm()),
+                plusOne(m.kNorm()), plusOne(m.postAttentionNorm()), m.gateProj(), m.upProj(), m.downProj(),
+                plusOne(m.finalNorm()), m.embedding(), m.head());
+    }
+
+    private static float[] plusOne(float[] g) {
+        float[] out = new float[g.length];
+        for (int i = 0; i < g.length; i++) {
+            out[i] = g[i] + 1f;
+        }
+        return out;
+    }
+}
