@@ -131,7 +131,7 @@ sealed interface WeightFormat permits WeightFormat.F32, WeightFormat.F16, Weight
     /**
      * Dense IEEE binary16 rows, widened exactly as {@link Float#float16ToFloat}: the exponent and mantissa bits move
      * to f32 position and the value is scaled by 2^112 (exact for normals and subnormals); Inf/NaN get the f32
-     * all-ones exponent; the sign is or-ed back.
+     * all-ones exponent (NaNs quieted, as the JDK's conversion does); the sign is or-ed back.
      */
     record F16(MemorySegment data, int in) implements WeightFormat {
         public int chunk() {
@@ -144,6 +144,7 @@ sealed interface WeightFormat permits WeightFormat.F32, WeightFormat.F16, Weight
             IntVector em = h.and(0x7FFF).lanewise(VectorOperators.LSHL, 13);
             IntVector bits = em.reinterpretAsFloats().mul(0x1p112f).reinterpretAsInts();
             bits = bits.blend(em.or(0x7F800000), h.and(0x7C00).eq(0x7C00));
+            bits = bits.blend(bits.or(0x00400000), h.and(0x7FFF).compare(VectorOperators.GT, 0x7C00));
             return bits.or(h.and(0x8000).lanewise(VectorOperators.LSHL, 16)).reinterpretAsFloats();
         }
 
