@@ -134,7 +134,25 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
         FloatVector acc = FloatVector.zero(F);
         MemorySegment d = w.codes().data();
         long base = (long) row * words * 4;
-        for (int k = 0; k < chunks; k++) {
+        int k = 0;
+        if (codesPerWord != 0) {
+            // Two chunks at a time: independent fma chains for latency; acc still takes chunk k, then k + 1.
+            for (; k + 1 < chunks; k += 2) {
+                IntVector w0 = IntVector.fromMemorySegment(WeightFormat.I, d, base + 4L * k * L, ByteOrder.LITTLE_ENDIAN);
+                IntVector w1 = IntVector.fromMemorySegment(WeightFormat.I, d, base + 4L * (k + 1) * L,
+                        ByteOrder.LITTLE_ENDIAN);
+                FloatVector t0 = FloatVector.zero(F);
+                FloatVector t1 = FloatVector.zero(F);
+                int xb = xpOff + k * chunk;
+                for (int s = 0; s < codesPerWord; s++) {
+                    t0 = q(w0, s).fma(FloatVector.fromArray(F, xp, xb + s * L), t0);
+                    t1 = q(w1, s).fma(FloatVector.fromArray(F, xp, xb + chunk + s * L), t1);
+                }
+                acc = t0.fma(FloatVector.fromArray(F, scratch, k * L), acc);
+                acc = t1.fma(FloatVector.fromArray(F, scratch, (k + 1) * L), acc);
+            }
+        }
+        for (; k < chunks; k++) {
             FloatVector t = FloatVector.zero(F);
             int xb = xpOff + k * chunk;
             if (codesPerWord != 0) {
