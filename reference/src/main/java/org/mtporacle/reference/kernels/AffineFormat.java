@@ -127,7 +127,7 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
     }
 
     @Override
-    public FloatVector dot(int row, float[] xp, int xpOff, float[] scratch) {
+    public float dot(int row, float[] xp, int xpOff, float[] scratch) {
         int chunks = vectorEnd() / chunk;
         int codesOff = chunks * L + groups + L;
         laneScales(scratch, 0, row, scratch, chunks * L);
@@ -168,7 +168,7 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
             }
             acc = t.fma(FloatVector.fromArray(F, scratch, k * L), acc);
         }
-        return acc;
+        return LaneSum.sum(acc);
     }
 
     @Override

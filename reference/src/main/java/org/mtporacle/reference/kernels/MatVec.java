@@ -54,7 +54,7 @@ final class MatVec {
                 b = a.biasDot(bias, 0, gsum, 0);
             }
             WeightRows.decodeRange(tail, 0, w, o, n, in);
-            out[outOff + o] = finish(LaneSum.sum(f.dot(o, xp, 0, scratch)), b, xp, n, tail, 0, in - n);
+            out[outOff + o] = finish(f.dot(o, xp, 0, scratch), b, xp, n, tail, 0, in - n);
         }
     }
 

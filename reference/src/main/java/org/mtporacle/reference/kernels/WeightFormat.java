@@ -65,8 +65,11 @@ sealed interface WeightFormat permits WeightFormat.F32, WeightFormat.F16, Weight
         System.arraycopy(x, xOff, dst, dstOff, vectorEnd());
     }
 
-    /** Lane accumulator of the vector region of {@code row} against permuted {@code xp} (bias terms excluded). */
-    FloatVector dot(int row, float[] xp, int xpOff, float[] scratch);
+    /**
+     * {@link LaneSum} of the lane accumulator of the vector region of {@code row} against permuted {@code xp} (bias
+     * terms excluded). It returns a float, not the vector, so no vector is boxed when the call is not inlined.
+     */
+    float dot(int row, float[] xp, int xpOff, float[] scratch);
 
     /**
      * Writes the vector region of {@code row} in lane order to {@code dst}: weights for dense formats, codes
@@ -85,14 +88,14 @@ sealed interface WeightFormat permits WeightFormat.F32, WeightFormat.F16, Weight
             return L;
         }
 
-        public FloatVector dot(int row, float[] xp, int xpOff, float[] scratch) {
+        public float dot(int row, float[] xp, int xpOff, float[] scratch) {
             FloatVector acc = FloatVector.zero(F);
             long base = (long) row * in * 4;
             for (int i = 0, n = vectorEnd(); i < n; i += L) {
                 acc = FloatVector.fromMemorySegment(F, data, base + 4L * i, ByteOrder.LITTLE_ENDIAN)
                         .fma(FloatVector.fromArray(F, xp, xpOff + i), acc);
             }
-            return acc;
+            return LaneSum.sum(acc);
         }
 
         public void decode(float[] dst, int dstOff, float[] scales, int scalesOff, int row) {
@@ -111,13 +114,13 @@ sealed interface WeightFormat permits WeightFormat.F32, WeightFormat.F16, Weight
                     .convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
         }
 
-        public FloatVector dot(int row, float[] xp, int xpOff, float[] scratch) {
+        public float dot(int row, float[] xp, int xpOff, float[] scratch) {
             FloatVector acc = FloatVector.zero(F);
             long base = (long) row * in * 2;
             for (int i = 0, n = vectorEnd(); i < n; i += L) {
                 acc = load(data, base + 2L * i).fma(FloatVector.fromArray(F, xp, xpOff + i), acc);
             }
-            return acc;
+            return LaneSum.sum(acc);
         }
 
         public void decode(float[] dst, int dstOff, float[] scales, int scalesOff, int row) {
@@ -148,13 +151,13 @@ sealed interface WeightFormat permits WeightFormat.F32, WeightFormat.F16, Weight
             return bits.or(h.and(0x8000).lanewise(VectorOperators.LSHL, 16)).reinterpretAsFloats();
         }
 
-        public FloatVector dot(int row, float[] xp, int xpOff, float[] scratch) {
+        public float dot(int row, float[] xp, int xpOff, float[] scratch) {
             FloatVector acc = FloatVector.zero(F);
             long base = (long) row * in * 2;
             for (int i = 0, n = vectorEnd(); i < n; i += L) {
                 acc = load(data, base + 2L * i).fma(FloatVector.fromArray(F, xp, xpOff + i), acc);
             }
-            return acc;
+            return LaneSum.sum(acc);
         }
 
         public void decode(float[] dst, int dstOff, float[] scales, int scalesOff, int row) {
