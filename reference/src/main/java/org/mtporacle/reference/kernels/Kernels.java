@@ -1,17 +1,28 @@
 package org.mtporacle.reference.kernels;
 
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import org.mtporacle.api.LinearWeight;
 
 /**
  * The verbs the reference block is built from, in one mode, with a fixed thread count. Activations are {@code float[]}
  * with explicit offsets; weights are {@link LinearWeight}s (dense F32/F16/BF16 or MLX affine).
  *
- * <p>Determinism: every verb has a fixed accumulation order for a given mode and vector species; threads split output
- * rows, never one dot product, so results are bit-identical across runs and thread counts.
+ * <p>Determinism: every verb has a fixed accumulation order for a given mode and vector species (documented on each
+ * kernel class); threads split output rows in contiguous chunks, never one dot product, so results are bit-identical
+ * across runs and thread counts. The pool is owned by this instance; {@link #close()} shuts it down.
  */
 public final class Kernels implements AutoCloseable {
+    /** Below this many multiply-adds a matmul runs on the calling thread (same bits either way). */
+    private static final long PARALLEL_MIN_MACS = 1L << 16;
+
     private final KernelMode mode;
     private final int threads;
+    private final ExecutorService pool;
 
     public Kernels(KernelMode mode, int threads) {
         if (threads < 1) {
@@ -19,6 +30,11 @@ public final class Kernels implements AutoCloseable {
         }
         this.mode = mode;
         this.threads = threads;
+        this.pool = threads == 1 ? null : Executors.newFixedThreadPool(threads - 1, r -> {
+            Thread t = new Thread(r, "mtp-kernels");
+            t.setDaemon(true);
+            return t;
+        });
     }
 
     public KernelMode mode() {
@@ -29,42 +45,37 @@ public final class Kernels implements AutoCloseable {
         return threads;
     }
 
-    /** For reports: mode, species and threads. */
+    /** For reports: mode, species and threads, e.g. {@code "vector, FloatVector 512-bit, 16 lanes, 2 thread(s)"}. */
     public String describe() {
-        return mode.name().toLowerCase() + ", " + threads + " thread(s)";
+        return mode.name().toLowerCase() + ", " + LaneSum.describe() + ", " + threads + " thread(s)";
     }
 
     /** {@code out[r, o] = Σ_i x[r, i] · W[o, i]} for {@code r < rows}: x {@code [rows, in]}, out {@code [rows, out]}. */
     public void matmul(float[] out, int outOff, LinearWeight w, float[] x, int xOff, int rows) {
-        int in = w.inFeatures();
         int outF = w.outFeatures();
-        float[] wrow = new float[in];
-        for (int o = 0; o < outF; o++) {
-            WeightRows.decodeRow(wrow, w, o);
-            for (int r = 0; r < rows; r++) {
-                float acc = 0f;
-                int xb = xOff + r * in;
-                for (int i = 0; i < in; i++) {
-                    acc += x[xb + i] * wrow[i];
+        long macs = (long) outF * w.inFeatures() * rows;
+        int parts = macs < PARALLEL_MIN_MACS ? 1 : Math.min(threads, outF);
+        parallel(parts, outF, (from, to) -> {
+            if (rows == 1) {
+                if (mode == KernelMode.SCALAR) {
+                    MatVec.scalar(out, outOff, w, x, xOff, from, to);
+                } else {
+                    MatVec.vector(out, outOff, w, x, xOff, from, to);
                 }
-                out[outOff + r * outF + o] = acc;
+            } else if (mode == KernelMode.SCALAR) {
+                MatMul.scalar(out, outOff, w, x, xOff, rows, from, to);
+            } else {
+                MatMul.vector(out, outOff, w, x, xOff, rows, from, to);
             }
-        }
+        });
     }
 
     /** {@code out = x · (mean(x²) + ε)^-½ · gain} per row of length {@code n}, for {@code rows} rows (spec §1.6). */
     public void rmsNorm(float[] out, int outOff, float[] x, int xOff, float[] gain, int n, int rows, double eps) {
-        for (int r = 0; r < rows; r++) {
-            int xb = xOff + r * n;
-            int ob = outOff + r * n;
-            float ss = 0f;
-            for (int i = 0; i < n; i++) {
-                ss += x[xb + i] * x[xb + i];
-            }
-            float inv = (float) (1.0 / Math.sqrt(ss / n + eps));
-            for (int i = 0; i < n; i++) {
-                out[ob + i] = x[xb + i] * inv * gain[i];
-            }
+        if (mode == KernelMode.SCALAR) {
+            RmsNorm.scalar(out, outOff, x, xOff, gain, n, rows, eps);
+        } else {
+            RmsNorm.vector(out, outOff, x, xOff, gain, n, rows, eps);
         }
     }
 
@@ -73,51 +84,93 @@ public final class Kernels implements AutoCloseable {
      * (spec §1.5 step 5): pairs {@code (f, f+R/2)}, {@code ω_f = θ^(−2f/R)}, angle {@code position · ω_f}.
      */
     public void rope(float[] x, int off, int rotaryDims, double theta, int position) {
-        int half = rotaryDims / 2;
-        for (int f = 0; f < half; f++) {
-            double angle = position * Math.pow(theta, -2.0 * f / rotaryDims);
-            float c = (float) Math.cos(angle);
-            float s = (float) Math.sin(angle);
-            float a = x[off + f];
-            float b = x[off + f + half];
-            x[off + f] = a * c - b * s;
-            x[off + f + half] = a * s + b * c;
+        if (mode == KernelMode.SCALAR) {
+            Rope.scalar(x, off, rotaryDims, theta, position);
+        } else {
+            Rope.vector(x, off, rotaryDims, theta, position);
         }
     }
 
     /** {@code out[0, in) = table[token, :]} dequantized to f32 (spec §1.7). */
     public void embed(float[] out, int outOff, LinearWeight table, int token) {
-        float[] row = new float[table.inFeatures()];
-        WeightRows.decodeRow(row, table, token);
-        System.arraycopy(row, 0, out, outOff, row.length);
+        if (mode == KernelMode.SCALAR) {
+            Embedding.scalar(out, outOff, table, token);
+        } else {
+            Embedding.vector(out, outOff, table, token);
+        }
     }
 
     /** {@code Σ a[i]·b[i]} over {@code n} elements. */
     public float dot(float[] a, int aOff, float[] b, int bOff, int n) {
-        float acc = 0f;
-        for (int i = 0; i < n; i++) {
-            acc += a[aOff + i] * b[bOff + i];
-        }
-        return acc;
+        return mode == KernelMode.SCALAR ? Dot.scalar(a, aOff, b, bOff, n) : Dot.vector(a, aOff, b, bOff, n);
     }
 
     /** {@code out[i] = logits[i] − logsumexp(logits)} over {@code n} elements (spec §1.7). */
     public void logSoftmax(float[] out, int outOff, float[] logits, int off, int n) {
-        float max = Float.NEGATIVE_INFINITY;
-        for (int i = 0; i < n; i++) {
-            max = Math.max(max, logits[off + i]);
+        if (mode == KernelMode.SCALAR) {
+            LogSoftmax.scalar(out, outOff, logits, off, n);
+        } else {
+            LogSoftmax.vector(out, outOff, logits, off, n);
         }
-        double sum = 0;
-        for (int i = 0; i < n; i++) {
-            sum += Math.exp(logits[off + i] - max);
+    }
+
+    /** The index of the largest of {@code n} values, the first on ties. */
+    public int argmax(float[] v, int off, int n) {
+        return LogSoftmax.argmax(v, off, n);
+    }
+
+    /** {@code out[i] = silu(z[i]) · m[i]} ({@code m} null means 1; spec §1.4 step 8). */
+    public void silu(float[] out, int outOff, float[] z, int zOff, float[] m, int mOff, int n) {
+        if (mode == KernelMode.SCALAR) {
+            Activations.siluScalar(out, outOff, z, zOff, m, mOff, n);
+        } else {
+            Activations.siluVector(out, outOff, z, zOff, m, mOff, n);
         }
-        float lse = (float) (max + Math.log(sum));
-        for (int i = 0; i < n; i++) {
-            out[outOff + i] = logits[off + i] - lse;
+    }
+
+    /** {@code out[i] = σ(z[i]) · m[i]} ({@code m} null means 1; spec §1.5 step 8). */
+    public void sigmoid(float[] out, int outOff, float[] z, int zOff, float[] m, int mOff, int n) {
+        if (mode == KernelMode.SCALAR) {
+            Activations.sigmoidScalar(out, outOff, z, zOff, m, mOff, n);
+        } else {
+            Activations.sigmoidVector(out, outOff, z, zOff, m, mOff, n);
         }
     }
 
     @Override
     public void close() {
+        if (pool != null) {
+            pool.shutdownNow();
+        }
+    }
+
+    private interface RowRange {
+        void run(int from, int to);
+    }
+
+    /** Runs {@code body} on {@code parts} contiguous chunks of {@code [0, n)}; chunk 0 on the calling thread. */
+    private void parallel(int parts, int n, RowRange body) {
+        if (parts <= 1) {
+            body.run(0, n);
+            return;
+        }
+        List<Future<?>> futures = new ArrayList<>(parts - 1);
+        for (int p = 1; p < parts; p++) {
+            int from = (int) ((long) n * p / parts);
+            int to = (int) ((long) n * (p + 1) / parts);
+            futures.add(pool.submit(() -> body.run(from, to)));
+        }
+        body.run(0, (int) ((long) n / parts));
+        for (Future<?> f : futures) {
+            try {
+                f.get();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("kernels: interrupted while waiting for a worker", e);
+            } catch (ExecutionException e) {
+                throw e.getCause() instanceof RuntimeException re ? re
+                        : new IllegalStateException("kernels: worker failed", e.getCause());
+            }
+        }
     }
 }

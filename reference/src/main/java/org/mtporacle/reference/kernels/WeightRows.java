@@ -10,20 +10,24 @@ final class WeightRows {
 
     /** {@code out[i] = W[row, i]} for {@code i < in}, dequantizing affine weights. */
     static void decodeRow(float[] out, LinearWeight w, int row) {
+        decodeRange(out, 0, w, row, 0, out.length);
+    }
+
+    /** {@code out[outOff + i - from] = W[row, i]} for {@code from ≤ i < to}, dequantizing affine weights. */
+    static void decodeRange(float[] out, int outOff, LinearWeight w, int row, int from, int to) {
         switch (w) {
             case LinearWeight.Dense d -> {
                 HostTensor t = d.weight();
                 long base = (long) row * t.dim(1);
-                for (int i = 0; i < out.length; i++) {
-                    out[i] = t.getFloat(base + i);
+                for (int i = from; i < to; i++) {
+                    out[outOff + i - from] = t.getFloat(base + i);
                 }
             }
             case LinearWeight.Affine a -> {
-                int in = a.inFeatures();
                 int words = a.codes().dim(1);
                 int groups = a.scales().dim(1);
                 long mask = (1L << a.bits()) - 1;
-                for (int i = 0; i < in; i++) {
+                for (int i = from; i < to; i++) {
                     long bit = (long) i * a.bits();
                     int word = (int) (bit >>> 5);
                     int shift = (int) (bit & 31);
@@ -36,7 +40,7 @@ final class WeightRows {
                     int g = i / a.groupSize();
                     float scale = a.scales().getFloat((long) row * groups + g);
                     float bias = a.biases() == null ? 0f : a.biases().getFloat((long) row * groups + g);
-                    out[i] = scale * q + bias;
+                    out[outOff + i - from] = scale * q + bias;
                 }
             }
         }

@@ -1,0 +1,198 @@
+package org.mtporacle.reference.kernels;
+
+import static org.mtporacle.reference.kernels.LaneSum.F;
+import static org.mtporacle.reference.kernels.LaneSum.L;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.ShortVector;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorShape;
+import jdk.incubator.vector.VectorShuffle;
+import jdk.incubator.vector.VectorSpecies;
+import org.mtporacle.api.DType;
+import org.mtporacle.api.HostTensor;
+import org.mtporacle.api.LinearWeight;
+
+/**
+ * How one weight's rows are stored, and the vector decode and dot of its chunks (spec §2). The drivers
+ * ({@link MatVec}, {@link MatMul}) own the row loop, the threads, the reduction and the scalar tail; a format only
+ * handles whole chunks of the vector region {@code [0, vectorEnd)} of a row.
+ *
+ * <p>Lane order: dense formats keep elements in natural order. Affine weights with 2, 4 or 8 bits load {@code L}
+ * code words at once; lane {@code j} of step {@code s} holds element {@code c·j + s} of the chunk ({@code c = 32/bits}
+ * codes per word), so activations are first {@link #permute permuted} into that order. Affine weights with 3, 5 or 6
+ * bits use one group per chunk in natural order, decoding codes with scalar bit extraction.
+ *
+ * <p>Affine chunks are factored: {@code t = Σ_s q_s·x_s} lane-wise ({@code fma}, steps in order), then
+ * {@code acc = fma(t, scale_lanes, acc)}; the bias term {@code Σ_g bias_g · Σx_g} is added by the driver.
+ */
+sealed interface WeightFormat permits WeightFormat.F32, WeightFormat.F16, WeightFormat.Bf16, AffineFormat {
+    ValueLayout.OfShort I16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    ValueLayout.OfFloat F32L = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    VectorSpecies<Integer> I = F.withLanes(int.class);
+    VectorSpecies<Short> S = VectorSpecies.of(short.class, VectorShape.forBitSize(L * 16));
+
+    /** The format of {@code w}, bound to its data. */
+    static WeightFormat of(LinearWeight w) {
+        return switch (w) {
+            case LinearWeight.Dense d -> switch (d.weight().dtype()) {
+                case F32 -> new F32(d.weight().data(), d.inFeatures());
+                case F16 -> new F16(d.weight().data(), d.inFeatures());
+                case BF16 -> new Bf16(d.weight().data(), d.inFeatures());
+                default -> throw new IllegalArgumentException("weight format: unsupported " + d.weight().describe());
+            };
+            case LinearWeight.Affine a -> new AffineFormat(a);
+        };
+    }
+
+    /** Elements per chunk of the vector path. */
+    int chunk();
+
+    /** Input features per row. */
+    int in();
+
+    /** The end of the vector region: whole chunks; {@code [vectorEnd, in)} is the scalar tail. */
+    default int vectorEnd() {
+        return in() - in() % chunk();
+    }
+
+    /** Writes {@code x[0, vectorEnd)} in this format's lane order to {@code dst} (a copy for natural order). */
+    default void permute(float[] dst, int dstOff, float[] x, int xOff) {
+        System.arraycopy(x, xOff, dst, dstOff, vectorEnd());
+    }
+
+    /**
+     * {@link LaneSum} of the lane accumulator of the vector region of {@code row} against permuted {@code xp} (bias
+     * terms excluded). It returns a float, not the vector, so no vector is boxed when the call is not inlined.
+     */
+    float dot(int row, float[] xp, int xpOff, float[] scratch);
+
+    /**
+     * Writes the vector region of {@code row} in lane order to {@code dst}: weights for dense formats, codes
+     * {@code q} for affine ones; affine also writes lane scales {@code scales[k·L + j]} per chunk {@code k}.
+     */
+    void decode(float[] dst, int dstOff, float[] scales, int scalesOff, int row);
+
+    /** Scratch floats {@link #dot} needs. */
+    default int scratchSize() {
+        return 0;
+    }
+
+    /** Dense f32 rows. */
+    record F32(MemorySegment data, int in) implements WeightFormat {
+        public int chunk() {
+            return L;
+        }
+
+        public float dot(int row, float[] xp, int xpOff, float[] scratch) {
+            FloatVector acc = FloatVector.zero(F);
+            long base = (long) row * in * 4;
+            for (int i = 0, n = vectorEnd(); i < n; i += L) {
+                acc = FloatVector.fromMemorySegment(F, data, base + 4L * i, ByteOrder.LITTLE_ENDIAN)
+                        .fma(FloatVector.fromArray(F, xp, xpOff + i), acc);
+            }
+            return LaneSum.sum(acc);
+        }
+
+        public void decode(float[] dst, int dstOff, float[] scales, int scalesOff, int row) {
+            MemorySegment.copy(data, F32L, (long) row * in * 4, dst, dstOff, vectorEnd());
+        }
+    }
+
+    /** Dense bfloat16 rows: widen each short to an int and shift it into the high half. */
+    record Bf16(MemorySegment data, int in) implements WeightFormat {
+        public int chunk() {
+            return L;
+        }
+
+        static FloatVector load(MemorySegment data, long byteOff) {
+            return ((IntVector) ShortVector.fromMemorySegment(S, data, byteOff, ByteOrder.LITTLE_ENDIAN)
+                    .convertShape(VectorOperators.S2I, I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+        }
+
+        public float dot(int row, float[] xp, int xpOff, float[] scratch) {
+            FloatVector acc = FloatVector.zero(F);
+            long base = (long) row * in * 2;
+            for (int i = 0, n = vectorEnd(); i < n; i += L) {
+                acc = load(data, base + 2L * i).fma(FloatVector.fromArray(F, xp, xpOff + i), acc);
+            }
+            return LaneSum.sum(acc);
+        }
+
+        public void decode(float[] dst, int dstOff, float[] scales, int scalesOff, int row) {
+            long base = (long) row * in * 2;
+            for (int i = 0, n = vectorEnd(); i < n; i += L) {
+                load(data, base + 2L * i).intoArray(dst, dstOff + i);
+            }
+        }
+    }
+
+    /**
+     * Dense IEEE binary16 rows, widened exactly as {@link Float#float16ToFloat}: the exponent and mantissa bits move
+     * to f32 position and the value is scaled by 2^112 (exact for normals and subnormals); Inf/NaN get the f32
+     * all-ones exponent (NaNs quieted, as the JDK's conversion does); the sign is or-ed back.
+     */
+    record F16(MemorySegment data, int in) implements WeightFormat {
+        public int chunk() {
+            return L;
+        }
+
+        static FloatVector load(MemorySegment data, long byteOff) {
+            IntVector h = (IntVector) ShortVector.fromMemorySegment(S, data, byteOff, ByteOrder.LITTLE_ENDIAN)
+                    .convertShape(VectorOperators.S2I, I, 0);
+            IntVector em = h.and(0x7FFF).lanewise(VectorOperators.LSHL, 13);
+            IntVector bits = em.reinterpretAsFloats().mul(0x1p112f).reinterpretAsInts();
+            bits = bits.blend(em.or(0x7F800000), h.and(0x7C00).eq(0x7C00));
+            bits = bits.blend(bits.or(0x00400000), h.and(0x7FFF).compare(VectorOperators.GT, 0x7C00));
+            return bits.or(h.and(0x8000).lanewise(VectorOperators.LSHL, 16)).reinterpretAsFloats();
+        }
+
+        public float dot(int row, float[] xp, int xpOff, float[] scratch) {
+            FloatVector acc = FloatVector.zero(F);
+            long base = (long) row * in * 2;
+            for (int i = 0, n = vectorEnd(); i < n; i += L) {
+                acc = load(data, base + 2L * i).fma(FloatVector.fromArray(F, xp, xpOff + i), acc);
+            }
+            return LaneSum.sum(acc);
+        }
+
+        public void decode(float[] dst, int dstOff, float[] scales, int scalesOff, int row) {
+            long base = (long) row * in * 2;
+            for (int i = 0, n = vectorEnd(); i < n; i += L) {
+                load(data, base + 2L * i).intoArray(dst, dstOff + i);
+            }
+        }
+    }
+
+    /** Decodes {@code n} elements of a float tensor from {@code index} to f32 ({@code dst} at {@code dstOff}). */
+    static void floats(float[] dst, int dstOff, HostTensor t, long index, int n) {
+        MemorySegment d = t.data();
+        switch (t.dtype()) {
+            case F32 -> MemorySegment.copy(d, F32L, index * 4, dst, dstOff, n);
+            case BF16 -> {
+                for (int i = 0; i < n; i++) {
+                    dst[dstOff + i] = Float.intBitsToFloat((d.getAtIndex(I16, index + i) & 0xFFFF) << 16);
+                }
+            }
+            case F16 -> {
+                for (int i = 0; i < n; i++) {
+                    dst[dstOff + i] = Float.float16ToFloat(d.getAtIndex(I16, index + i));
+                }
+            }
+            default -> {
+                for (int i = 0; i < n; i++) {
+                    dst[dstOff + i] = t.getFloat(index + i);
+                }
+            }
+        }
+    }
+
+    /** Whether {@code t} is non-null and of dtype {@code d}. */
+    static boolean is(HostTensor t, DType d) {
+        return t != null && t.dtype() == d;
+    }
+}
