@@ -1,0 +1,73 @@
+package org.mtporacle.io;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.mtporacle.api.DType;
+import org.mtporacle.api.DraftSampling;
+import org.mtporacle.api.HostTensor;
+import org.mtporacle.api.MtpException;
+import org.mtporacle.api.MtpModel;
+import org.mtporacle.api.RowCheckpoint;
+import org.mtporacle.reference.ReferenceBackend;
+import org.mtporacle.reference.ReferenceDraftModel;
+import org.mtporacle.reference.TestModels;
+import org.mtporacle.reference.kernels.KernelMode;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Collections;
+import java.util.List;
+import java.util.SplittableRandom;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
+
+class CheckpointFilesTest {
+    @TempDir
+    Path dir;
+
+    @Test
+    void aCheckpointWrittenAndReadBackRestoresToTheSameContinuation() {
+        MtpModel m = TestModels.random(TestModels.tinyConfig(), 3, DType.BF16);
+        SplittableRandom rnd = new SplittableRandom(4);
+        try (ReferenceDraftModel dm = ReferenceBackend.load(m, KernelMode.VECTOR, 1)) {
+            var rows = dm.openRows(Collections.singletonList(null));
+            rows.prefill(TestModels.tokens(rnd, 1, 6, 512), TestModels.hiddens(rnd, 1, 6, 64));
+            RowCheckpoint cp = rows.capture(0);
+            Path file = dir.resolve("row.safetensors");
+            CheckpointFiles.write(cp, file);
+            RowCheckpoint back = CheckpointFiles.read(file);
+            assertThat(back.contentEquals(cp)).isTrue();
+
+            var restored = dm.openRows(List.of(back));
+            int[][] a = rows.draft(new int[] {7}, 3, new long[] {1}, DraftSampling.greedy(1));
+            int[][] b = restored.draft(new int[] {7}, 3, new long[] {1}, DraftSampling.greedy(1));
+            assertThat(b).isDeepEqualTo(a);
+        }
+    }
+
+    @Test
+    void aOneTokenCheckpointHasOnlyAHidden() {
+        RowCheckpoint cp = new RowCheckpoint(RowCheckpoint.SCHEMA, 1, 0, "id", null, null,
+                HostTensor.ofFloats(new float[] {1, 2, 3}, 1, 1, 3).convert(DType.BF16));
+        Path file = dir.resolve("p1.safetensors");
+        CheckpointFiles.write(cp, file);
+        RowCheckpoint back = CheckpointFiles.read(file);
+        assertThat(back.keys()).isNull();
+        assertThat(back.hidden().dtype()).isEqualTo(DType.BF16);
+        assertThat(back.contentEquals(cp)).isTrue();
+    }
+
+    @Test
+    void aFileWithoutTheCheckpointMetadataIsRefusedNamingTheFile() throws Exception {
+        Path file = dir.resolve("plain.safetensors");
+        new SafetensorsWriter().add("hidden", HostTensor.ofFloats(new float[] {1}, 1, 1, 1)).write(file);
+        MtpException e = catchThrowableOfType(MtpException.class, () -> CheckpointFiles.read(file));
+        assertThat(e.kind()).isEqualTo(MtpException.Kind.MALFORMED_FILE);
+        assertThat(e.getMessage()).contains(file.toString()).contains("format");
+        Files.writeString(dir.resolve("junk.safetensors"), "not a safetensors file");
+        MtpException junk = catchThrowableOfType(MtpException.class,
+                () -> CheckpointFiles.read(dir.resolve("junk.safetensors")));
+        assertThat(junk.kind()).isEqualTo(MtpException.Kind.MALFORMED_FILE);
+    }
+}
