@@ -1,0 +1,573 @@
+package org.mtporacle.conformance.tck;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.mtporacle.api.Availability;
+import org.mtporacle.api.DraftModel;
+import org.mtporacle.api.DraftRows;
+import org.mtporacle.api.DraftSampling;
+import org.mtporacle.api.HostTensor;
+import org.mtporacle.api.MtpBackend;
+import org.mtporacle.api.MtpException;
+import org.mtporacle.api.MtpModel;
+import org.mtporacle.api.RowCheckpoint;
+import org.mtporacle.conformance.Campaign;
+import org.mtporacle.conformance.FixtureRecipe;
+import org.mtporacle.conformance.chain.Action;
+import org.mtporacle.conformance.chain.BadCall;
+import org.mtporacle.conformance.chain.ChainData;
+import org.mtporacle.conformance.chain.ChainGenerator;
+import org.mtporacle.conformance.chain.GroupShape;
+import org.mtporacle.conformance.lockstep.ChainOutcome;
+import org.mtporacle.conformance.lockstep.Lockstep;
+import org.mtporacle.conformance.lockstep.Nmse;
+import org.mtporacle.conformance.lockstep.Tolerance;
+import org.mtporacle.reference.ReferenceBackend;
+import org.mtporacle.reference.ReferenceDraftModel;
+import org.mtporacle.reference.kernels.KernelMode;
+import org.mtporacle.reference.target.ReferenceTarget;
+import org.mtporacle.reference.target.SpeculativeLoop;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.fail;
+
+/**
+ * The TCK for backend authors: extend this class, implement {@link #createBackend()}, and every check of the row
+ * contract runs against your backend, each named after the spec rule it enforces ({@code TYPE_sSECTION_description};
+ * see {@link BackendRules} for what each verifies and what to inspect when it fails).
+ *
+ * <p>Two kinds of evidence: <b>lockstep</b> checks drive a scenario on your backend and on the reference together and
+ * demand the same drafts (tie-aware), checkpoints (within {@link #tolerance()}) and errors; the reference satisfies
+ * every invariant exactly (its own tests prove it), so passing transfers the invariant. <b>Self</b> checks compare
+ * your backend with itself (byte-identical round trips, NMSE-close equivalences). A skip names the hook to override.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+public abstract class BackendVerification implements BackendRules {
+
+    /** The backend under test (a new instance; the TCK loads models into it). */
+    protected abstract MtpBackend createBackend();
+
+    /** Options passed to {@link MtpBackend#load}. */
+    protected Map<String, String> backendOptions() {
+        return Map.of();
+    }
+
+    /** How closely the backend must follow the reference; a backend may tighten it. */
+    protected Tolerance tolerance() {
+        return Tolerance.F32;
+    }
+
+    /** The dense fixture the checks run on. */
+    protected String denseFixture() {
+        return "tiny";
+    }
+
+    /** The quantized fixture, used when {@link #supportsQuantizedWeights()}. */
+    protected String quantizedFixture() {
+        return "tiny-q4";
+    }
+
+    /** Override to return false when the backend cannot load MLX affine-quantized weights. */
+    protected boolean supportsQuantizedWeights() {
+        return true;
+    }
+
+    /** Override to return false when the backend cannot draw seeded stochastic samples (spec §7). */
+    protected boolean supportsSeededSampling() {
+        return true;
+    }
+
+    /** How many random chains the lockstep checks run per fixture. */
+    protected int lockstepChains() {
+        return 40;
+    }
+
+    /** Where fixtures are cached. */
+    protected Path fixtureCache() {
+        return FixtureRecipe.defaultCache();
+    }
+
+    private MtpBackend backend;
+    private final Map<String, MtpModel> models = new HashMap<>();
+    private final List<AutoCloseable> open = new ArrayList<>();
+
+    @BeforeAll
+    final void checkAvailable() {
+        backend = createBackend();
+        Availability a = backend.availability();
+        if (!a.available()) {
+            System.out.println("[tck] " + backend.name() + " skipped: " + a.reason());
+        }
+        Assumptions.assumeTrue(a.available(), () -> backend.name() + " is unavailable: " + a.reason());
+    }
+
+    @AfterAll
+    final void closeModels() throws Exception {
+        for (AutoCloseable c : open.reversed()) {
+            c.close();
+        }
+    }
+
+    private MtpModel model(String fixture) {
+        return models.computeIfAbsent(fixture, f -> FixtureRecipe.named(f).load(fixtureCache()));
+    }
+
+    private DraftModel subject(String fixture) {
+        DraftModel d = backend.load(model(fixture), backendOptions());
+        open.add(d);
+        return d;
+    }
+
+    private ReferenceDraftModel oracle(String fixture) {
+        ReferenceDraftModel d = ReferenceBackend.load(model(fixture), KernelMode.VECTOR, 1);
+        open.add(d);
+        return d;
+    }
+
+    private void lockstep(String fixture, String what, List<Action> chain) {
+        ChainOutcome out = new Lockstep(oracle(fixture), subject(fixture), tolerance()).run(0, chain);
+        if (!out.passed()) {
+            fail(what + ": " + out.divergence().message() + " at action " + out.divergence().actionIndex() + " ("
+                    + chain.get(out.divergence().actionIndex()).describe() + ") of " + describe(chain));
+        }
+    }
+
+    private void campaign(String fixture, double stochasticRate) {
+        ChainGenerator.Limits l = ChainGenerator.Limits.defaults();
+        Campaign.Settings s = new Campaign.Settings(fixture, backend.name(), backendOptions(), tolerance(),
+                lockstepChains(), 20261130, 0, 1, new ChainGenerator.Limits(l.maxActions(), l.maxRows(),
+                l.maxDepth(), l.maxPrefill(), l.badRate(), stochasticRate), null, 300);
+        Campaign.Result r = Campaign.run(s, oracle(fixture), subject(fixture), (d, t, p) -> { });
+        if (!r.ok()) {
+            Campaign.Failure f = r.failures().getFirst();
+            fail(r.failures().size() + " of " + r.chainsRun() + " chains diverged; first (chain seed "
+                    + f.chainSeed() + ", shrunk to " + f.shrunk().size() + " actions): " + f.divergence().message()
+                    + "\n  chain: " + describe(f.shrunk()));
+        }
+    }
+
+    private static String describe(List<Action> chain) {
+        return String.join("; ", chain.stream().map(Action::describe).toList());
+    }
+
+    // ---- lockstep against the reference ----------------------------------------------------------------------
+
+    @Test
+    @DisplayName("§5 random lifecycles follow the reference (dense weights)")
+    @Override
+    public void stochastic_s5_randomChainsFollowTheReference() {
+        campaign(denseFixture(), supportsSeededSampling() ? 0.3 : 0.0);
+    }
+
+    @Test
+    @DisplayName("§2 random lifecycles follow the reference (quantized weights)")
+    @Override
+    public void optional_s2_quantizedChainsFollowTheReference() {
+        Assumptions.assumeTrue(supportsQuantizedWeights(),
+                "not applicable: no quantized weights (override supportsQuantizedWeights)");
+        campaign(quantizedFixture(), supportsSeededSampling() ? 0.3 : 0.0);
+    }
+
+    @Test
+    @DisplayName("§5.8 commit keeps accepted + 1 rows, for every acceptance pattern")
+    @Override
+    public void required_s5_8_commitKeepsAcceptedPlusOneRows() {
+        lockstep(denseFixture(), "§5.8", List.of(
+                new Action.Append(List.of(-1, -1, -1), false), new Action.Prefill(5, 1),
+                new Action.Draft(3, 2, false), new Action.Commit(Action.Acceptance.RANDOM, 3),
+                new Action.Draft(2, 4, false), new Action.Commit(Action.Acceptance.FULL, 5),
+                new Action.Draft(4, 6, false), new Action.Commit(Action.Acceptance.NONE, 7),
+                new Action.Draft(0, 8, false), new Action.Commit(Action.Acceptance.NONE, 9)));
+    }
+
+    @Test
+    @DisplayName("§7 seeded sampling draws what the reference draws")
+    @Override
+    public void optional_s7_seededSamplingMatchesTheReference() {
+        Assumptions.assumeTrue(supportsSeededSampling(),
+                "not applicable: no seeded sampling (override supportsSeededSampling)");
+        lockstep(denseFixture(), "§7", List.of(
+                new Action.Append(List.of(-1, -1), false), new Action.Prefill(4, 11),
+                new Action.Draft(5, 12, true), new Action.Commit(Action.Acceptance.RANDOM, 13),
+                new Action.Draft(3, 14, true), new Action.Commit(Action.Acceptance.FULL, 15)));
+    }
+
+    @Test
+    @DisplayName("§10.1.7 restored rows survive reorder, retirement and re-join")
+    @Override
+    public void required_s10_1_7_restoredRowsSurviveMembershipChanges() {
+        lockstep(denseFixture(), "§10.1.7", List.of(
+                new Action.Append(List.of(-1, -1), false), new Action.Prefill(6, 21), new Action.Capture(22),
+                new Action.Capture(23), new Action.Append(List.of(0, 1), false), new Action.Filter(24, true),
+                new Action.Prefill(2, 25), new Action.Draft(3, 26, false),
+                new Action.Commit(Action.Acceptance.RANDOM, 27), new Action.Filter(28, false),
+                new Action.Append(List.of(1, -1), true), new Action.Prefill(3, 29), new Action.Draft(2, 30, false),
+                new Action.Commit(Action.Acceptance.FULL, 31)));
+    }
+
+    @Test
+    @DisplayName("§10.1.10 speculative output equals the target's own stream, either tap")
+    @Override
+    public void required_s10_1_10_outputIndependence() {
+        MtpModel m = model(denseFixture());
+        DraftModel drafter = subject(denseFixture());
+        try (ReferenceDraftModel targetKernels = ReferenceBackend.load(m, KernelMode.VECTOR, 1)) {
+            for (ReferenceTarget.Tap tap : ReferenceTarget.Tap.values()) {
+                ReferenceTarget target = ReferenceTarget.random(m, 2, 99, tap, targetKernels.kernels());
+                List<SpeculativeLoop.Request> reqs = List.of(
+                        new SpeculativeLoop.Request(new int[] {1, 2, 3}, org.mtporacle.api.RowSampler.GREEDY, 9, 0),
+                        new SpeculativeLoop.Request(new int[] {4}, org.mtporacle.api.RowSampler.GREEDY, 5, 1),
+                        new SpeculativeLoop.Request(new int[] {5, 6}, supportsSeededSampling()
+                                ? org.mtporacle.api.RowSampler.of(0.8, 20, 0.9, 5) : org.mtporacle.api.RowSampler.GREEDY,
+                                7, 2));
+                SpeculativeLoop.Result r = new SpeculativeLoop(target, drafter, 3).run(reqs);
+                for (int i = 0; i < reqs.size(); i++) {
+                    assertThat(r.outputs().get(i)).as("%s tap, request %d", tap, i)
+                            .containsExactly(SpeculativeLoop.plainDecode(target, reqs.get(i)));
+                }
+            }
+        }
+    }
+
+    // ---- the backend on its own -------------------------------------------------------------------------------
+
+    @Test
+    @DisplayName("§11.1 every bad call is refused with the right kind and changes nothing")
+    @Override
+    public void required_s11_1_badInputCatalogue() {
+        MtpModel m = model(denseFixture());
+        DraftModel d = subject(denseFixture());
+        int checked = 0;
+        for (BadCall call : BadCall.values()) {
+            for (Setup setup : Setup.values()) {
+                try (DraftRows g = d.openRows(List.of())) {
+                    GroupShape shape = setup.prepare(g, m);
+                    if (!call.appliesTo(shape)) {
+                        continue;
+                    }
+                    List<RowCheckpoint> before = captureAll(g, shape);
+                    int rows = g.rowCount();
+                    try {
+                        call.invoke(g, m, shape, 77);
+                        fail(call + " (rule " + call.rule() + ") in state " + setup + " was accepted");
+                    } catch (MtpException e) {
+                        assertThat(e.kind()).as("%s in state %s: %s", call, setup, e.getMessage())
+                                .isEqualTo(call.expectedKind());
+                        assertThat(e.getMessage()).as("%s message names the call", call)
+                                .matches("^(append|filterRows|prefill|draft|commit|capture): .+");
+                    }
+                    assertThat(g.rowCount()).as("%s in %s: row count unchanged", call, setup).isEqualTo(rows);
+                    List<RowCheckpoint> after = captureAll(g, shape);
+                    for (int r = 0; r < before.size(); r++) {
+                        RowCheckpoint a = before.get(r);
+                        assertThat(a == null ? after.get(r) == null : a.contentEquals(after.get(r)))
+                                .as("%s in %s: row %d unchanged", call, setup, r).isTrue();
+                    }
+                    checked++;
+                    break;
+                }
+            }
+        }
+        assertThat(checked).as("bad calls exercised").isGreaterThanOrEqualTo(40);
+    }
+
+    @Test
+    @DisplayName("§10.1.7 capture → restore → capture is byte-identical")
+    @Override
+    public void required_s10_1_7_checkpointRoundTripIsByteIdentical() {
+        MtpModel m = model(denseFixture());
+        DraftModel d = subject(denseFixture());
+        try (DraftRows g = d.openRows(Arrays.asList(null, null))) {
+            prefill(g, m, 7, 31);
+            round(g, m, 3, Action.Acceptance.RANDOM, 32);
+            for (int r = 0; r < 2; r++) {
+                RowCheckpoint cp = g.capture(r);
+                try (DraftRows h = d.openRows(List.of(cp))) {
+                    assertThat(h.capture(0).contentEquals(cp)).as("row %d", r).isTrue();
+                }
+            }
+        }
+    }
+
+    @Test
+    @DisplayName("§10.1.11 filterRows permutes every per-row quantity")
+    @Override
+    public void required_s10_1_11_filterRowsPermutesRows() {
+        MtpModel m = model(denseFixture());
+        DraftModel d = subject(denseFixture());
+        try (DraftRows g = d.openRows(Arrays.asList(null, null, null, null))) {
+            prefill(g, m, 5, 41);
+            round(g, m, 2, Action.Acceptance.RANDOM, 42);
+            List<RowCheckpoint> before = captureAll(g, shapeOf(g, true));
+            int[] keep = {3, 0, 2};
+            g.filterRows(keep);
+            for (int i = 0; i < keep.length; i++) {
+                assertThat(g.capture(i).contentEquals(before.get(keep[i]))).as("new row %d = old row %d", i, keep[i])
+                        .isTrue();
+            }
+        }
+    }
+
+    @Test
+    @DisplayName("§10.1.1 alignment: P − 1 drafter rows; P grows by accepted + 1")
+    @Override
+    public void required_s10_1_1_alignment() {
+        MtpModel m = model(denseFixture());
+        DraftModel d = subject(denseFixture());
+        try (DraftRows g = d.openRows(Arrays.asList(null, null))) {
+            prefill(g, m, 6, 51);
+            for (int r = 0; r < 2; r++) {
+                assertThat(g.capture(r).processedTokens()).isEqualTo(6);
+                assertThat(g.capture(r).draftOffset()).isEqualTo(5);
+            }
+            int[] accepted = round(g, m, 4, Action.Acceptance.RANDOM, 52);
+            for (int r = 0; r < 2; r++) {
+                RowCheckpoint cp = g.capture(r);
+                assertThat(cp.processedTokens()).as("row %d after accepting %d", r, accepted[r])
+                        .isEqualTo(6 + accepted[r] + 1);
+                assertThat(cp.keys().dim(2)).isEqualTo(cp.processedTokens() - 1);
+            }
+        }
+    }
+
+    @Test
+    @DisplayName("§10.1.3 a batched group equals its rows run one at a time")
+    @Override
+    public void required_s10_1_3_batchedEqualsOneAtATime() {
+        MtpModel m = model(denseFixture());
+        DraftModel d = subject(denseFixture());
+        int b = 3;
+        List<RowCheckpoint> batched;
+        try (DraftRows g = d.openRows(Collections.nCopies(b, null))) {
+            prefill(g, m, 5, 61);
+            batched = captureAll(g, shapeOf(g, true));
+        }
+        ChainData.PrefillArgs args = ChainData.prefill(61, b, 5, m.config().vocabSize(), m.config().hiddenSize());
+        int[] tokens = args.tokens().toIntArray();
+        float[] ctx = args.context().toFloatArray();
+        int h = m.config().hiddenSize();
+        for (int r = 0; r < b; r++) {
+            try (DraftRows one = d.openRows(Collections.singletonList(null))) {
+                one.prefill(HostTensor.ofInts(Arrays.copyOfRange(tokens, r * 5, r * 5 + 5), 1, 5),
+                        HostTensor.ofFloats(Arrays.copyOfRange(ctx, r * 5 * h, (r + 1) * 5 * h), 1, 5, h));
+                assertClose("row " + r + " alone vs batched", one.capture(0), batched.get(r));
+            }
+        }
+    }
+
+    @Test
+    @DisplayName("§10.1.5 a depth-0 round equals a depth-1 round with 0 accepted")
+    @Override
+    public void required_s10_1_5_depthZeroEqualsDepthOneWithZeroAccepted() {
+        MtpModel m = model(denseFixture());
+        DraftModel d = subject(denseFixture());
+        int h = m.config().hiddenSize();
+        RowCheckpoint start;
+        try (DraftRows g = d.openRows(Collections.singletonList(null))) {
+            prefill(g, m, 4, 71);
+            start = g.capture(0);
+        }
+        HostTensor ctx = ChainData.hiddens(new SplittableRandom(72), 1, 2, h);
+        RowCheckpoint zero;
+        RowCheckpoint one;
+        try (DraftRows g = d.openRows(List.of(start))) {
+            g.draft(new int[] {9}, 0, new long[] {1}, DraftSampling.greedy(1));
+            g.commit(new int[] {0}, ctx.reshape(2, h).slice0(0, 1).reshape(1, 1, h));
+            zero = g.capture(0);
+        }
+        try (DraftRows g = d.openRows(List.of(start))) {
+            g.draft(new int[] {9}, 1, new long[] {1}, DraftSampling.greedy(1));
+            g.commit(new int[] {0}, ctx);
+            one = g.capture(0);
+        }
+        assertClose("depth 0 vs depth 1 with 0 accepted", zero, one);
+    }
+
+    @Test
+    @DisplayName("§10.1.6 rollback is trace-free: rejected proposals and unused verify taps leave no trace")
+    @Override
+    public void required_s10_1_6_rollbackIsTraceFree() {
+        MtpModel m = model(denseFixture());
+        DraftModel d = subject(denseFixture());
+        int h = m.config().hiddenSize();
+        RowCheckpoint start;
+        try (DraftRows g = d.openRows(Collections.singletonList(null))) {
+            prefill(g, m, 6, 81);
+            start = g.capture(0);
+        }
+        int depth = 4;
+        float[] ctx = ChainData.hiddens(new SplittableRandom(82), 1, depth + 1, h).toFloatArray();
+        float[] other = ChainData.hiddens(new SplittableRandom(83), 1, depth + 1, h).toFloatArray();
+        // rows other than `accepted` of the verify context must not matter
+        System.arraycopy(ctx, 0, other, 0, h);
+        RowCheckpoint a;
+        RowCheckpoint b;
+        RowCheckpoint c;
+        try (DraftRows g = d.openRows(List.of(start))) {
+            g.draft(new int[] {5}, depth, new long[] {1}, DraftSampling.greedy(1));
+            g.commit(new int[] {0}, HostTensor.ofFloats(ctx, 1, depth + 1, h));
+            a = g.capture(0);
+        }
+        try (DraftRows g = d.openRows(List.of(start))) {
+            g.draft(new int[] {5}, 2, new long[] {7}, DraftSampling.greedy(1));
+            g.commit(new int[] {0}, HostTensor.ofFloats(Arrays.copyOf(other, 3 * h), 1, 3, h));
+            b = g.capture(0);
+        }
+        // … and equal to never having drafted: a prefill of the pending token with the same tap
+        try (DraftRows g = d.openRows(List.of(start))) {
+            g.prefill(HostTensor.ofInts(new int[] {5}, 1, 1), HostTensor.ofFloats(Arrays.copyOf(ctx, h), 1, 1, h));
+            c = g.capture(0);
+        }
+        assertClose("0 accepted of depth 4 vs 0 accepted of depth 2", a, b);
+        assertClose("0 accepted vs a prefill of the pending token", a, c);
+    }
+
+    @Test
+    @DisplayName("§10.1.8 one prefill equals any split of it, across the 2048 chunk too")
+    @Override
+    public void required_s10_1_8_prefillSplitAnywhereEqualsOnePrefill() {
+        MtpModel m = model(denseFixture());
+        DraftModel d = subject(denseFixture());
+        int h = m.config().hiddenSize();
+        int len = 2050;
+        ChainData.PrefillArgs args = ChainData.prefill(91, 1, len, m.config().vocabSize(), h);
+        RowCheckpoint whole;
+        try (DraftRows g = d.openRows(Collections.singletonList(null))) {
+            g.prefill(args.tokens(), args.context());
+            whole = g.capture(0);
+        }
+        assertThat(whole.processedTokens()).isEqualTo(len);
+        for (int cut : new int[] {1, 700, 2048, 2049}) {
+            try (DraftRows g = d.openRows(Collections.singletonList(null))) {
+                g.prefill(args.tokens().reshape(len).slice0(0, cut).reshape(1, cut),
+                        args.context().reshape(len, h).slice0(0, cut).reshape(1, cut, h));
+                g.prefill(args.tokens().reshape(len).slice0(cut, len).reshape(1, len - cut),
+                        args.context().reshape(len, h).slice0(cut, len).reshape(1, len - cut, h));
+                assertClose("split at " + cut, g.capture(0), whole);
+            }
+        }
+    }
+
+    @Test
+    @DisplayName("§10.1.9 a failing append leaves membership and contents unchanged")
+    @Override
+    public void required_s10_1_9_failedAppendIsAtomic() {
+        MtpModel m = model(denseFixture());
+        DraftModel d = subject(denseFixture());
+        try (DraftRows g = d.openRows(Arrays.asList(null, null))) {
+            prefill(g, m, 3, 95);
+            List<RowCheckpoint> before = captureAll(g, shapeOf(g, true));
+            RowCheckpoint good = g.capture(0);
+            RowCheckpoint bad = new RowCheckpoint(good.schema(), good.processedTokens(), good.draftOffset() + 1,
+                    good.modelIdentity(), good.keys(), good.values(), good.hidden());
+            try {
+                g.append(Arrays.asList(good, null, bad));
+                fail("append with a misaligned checkpoint was accepted");
+            } catch (MtpException e) {
+                assertThat(e.kind()).isEqualTo(MtpException.Kind.INCOMPATIBLE_CHECKPOINT);
+            }
+            assertThat(g.rowCount()).isEqualTo(2);
+            List<RowCheckpoint> after = captureAll(g, shapeOf(g, true));
+            for (int r = 0; r < 2; r++) {
+                assertThat(after.get(r).contentEquals(before.get(r))).isTrue();
+            }
+        }
+    }
+
+    @Test
+    @DisplayName("§10.1.2 singleton equivalence (internal to batched caches)")
+    @Override
+    public void untested_s10_1_2_singletonEquivalence() {
+        Assumptions.abort("untested: merging a single-request cache into a batched one is internal to a backend; "
+                + "its observable consequence is checked by §10.1.3 and §10.1.7");
+    }
+
+    @Test
+    @DisplayName("§10.1.4 grouped rows equal the single-request source at B = 1")
+    @Override
+    public void untested_s10_1_4_groupedEqualsSingleRequestSource() {
+        Assumptions.abort("untested: the contract has no single-request source (spec §5.12 is the seed's); "
+                + "B = 1 groups are covered by every other check");
+    }
+
+    // ---- helpers ----------------------------------------------------------------------------------------------
+
+    /** Group states in which bad calls are tried. */
+    private enum Setup {
+        EMPTY, PREFILLED, ROUND_OPEN, WITH_COLD_ROW;
+
+        GroupShape prepare(DraftRows g, MtpModel m) {
+            if (this == EMPTY) {
+                return GroupShape.empty();
+            }
+            g.append(Arrays.asList(null, null));
+            prefill(g, m, 3, 5);
+            return switch (this) {
+                case PREFILLED -> new GroupShape(new boolean[] {true, true}, false, 0, 0);
+                case ROUND_OPEN -> {
+                    g.draft(new int[] {1, 2}, 2, new long[] {0, 0}, DraftSampling.greedy(2));
+                    yield new GroupShape(new boolean[] {false, false}, true, 2, 0);
+                }
+                case WITH_COLD_ROW -> {
+                    g.append(Collections.singletonList(null));
+                    yield new GroupShape(new boolean[] {true, true, false}, false, 0, 0);
+                }
+                default -> throw new IllegalStateException();
+            };
+        }
+    }
+
+    private static void prefill(DraftRows g, MtpModel m, int len, long seed) {
+        ChainData.PrefillArgs a = ChainData.prefill(seed, g.rowCount(), len, m.config().vocabSize(),
+                m.config().hiddenSize());
+        g.prefill(a.tokens(), a.context());
+    }
+
+    private static int[] round(DraftRows g, MtpModel m, int depth, Action.Acceptance acc, long seed) {
+        ChainData.DraftArgs da = ChainData.draft(seed, g.rowCount(), m.config().vocabSize(), false);
+        g.draft(da.pending(), depth, da.steps(), da.sampling());
+        ChainData.CommitArgs ca = ChainData.commit(seed + 1, acc, g.rowCount(), depth, m.config().hiddenSize());
+        g.commit(ca.accepted(), ca.context());
+        return ca.accepted();
+    }
+
+    private static GroupShape shapeOf(DraftRows g, boolean allHidden) {
+        boolean[] h = new boolean[g.rowCount()];
+        Arrays.fill(h, allHidden);
+        return new GroupShape(h, false, 0, 0);
+    }
+
+    private static List<RowCheckpoint> captureAll(DraftRows g, GroupShape shape) {
+        List<RowCheckpoint> out = new ArrayList<>();
+        for (int r = 0; !shape.roundOpen() && r < shape.rows(); r++) {
+            out.add(shape.hasHidden(r) ? g.capture(r) : null);
+        }
+        return out;
+    }
+
+    private void assertClose(String what, RowCheckpoint actual, RowCheckpoint expected) {
+        assertThat(actual.processedTokens()).as("%s: P", what).isEqualTo(expected.processedTokens());
+        assertThat(actual.draftOffset()).as("%s: draftOffset", what).isEqualTo(expected.draftOffset());
+        if (expected.keys() != null) {
+            assertThat(Nmse.of(actual.keys(), expected.keys())).as("%s: keys NMSE", what)
+                    .isLessThanOrEqualTo(tolerance().kvNmse());
+            assertThat(Nmse.of(actual.values(), expected.values())).as("%s: values NMSE", what)
+                    .isLessThanOrEqualTo(tolerance().kvNmse());
+        }
+        assertThat(Nmse.of(actual.hidden(), expected.hidden())).as("%s: hidden NMSE", what)
+                .isLessThanOrEqualTo(tolerance().hiddenNmse());
+    }
+}
