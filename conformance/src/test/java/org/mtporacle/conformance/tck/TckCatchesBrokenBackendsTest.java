@@ -1,0 +1,97 @@
+package org.mtporacle.conformance.tck;
+
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.platform.testkit.engine.EngineTestKit;
+import org.junit.platform.testkit.engine.Events;
+import org.mtporacle.api.Availability;
+import org.mtporacle.api.DraftModel;
+import org.mtporacle.api.MtpBackend;
+import org.mtporacle.api.MtpModel;
+import org.mtporacle.conformance.mutants.Mutation;
+import org.mtporacle.conformance.mutants.SimpleBackend;
+
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.stream.Stream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.platform.engine.discovery.DiscoverySelectors.selectClass;
+
+/** The TCK tests itself: run against a deliberately broken backend, the checks for the broken rule fail. */
+class TckCatchesBrokenBackendsTest {
+
+    /** Which mutation the nested verification classes load; set before each engine run. */
+    static volatile Mutation current = Mutation.NONE;
+
+    static Stream<Arguments> cases() {
+        return Stream.of(
+                Arguments.of(Mutation.NONE, new String[0]),
+                Arguments.of(Mutation.BAD_APPEND_HALF_MUTATES,
+                        new String[] {"required_s11_1_badInputCatalogue", "required_s10_1_9_failedAppendIsAtomic"}),
+                Arguments.of(Mutation.CHECKPOINT_OFFSET_OFF_BY_ONE,
+                        new String[] {"required_s10_1_1_alignment", "required_s10_1_7_checkpointRoundTripIsByteIdentical"}),
+                Arguments.of(Mutation.FILTER_REORDERS_HIDDEN_NOT_KV,
+                        new String[] {"required_s10_1_11_filterRowsPermutesRows"}),
+                Arguments.of(Mutation.GATE_NOT_APPLIED,
+                        new String[] {"stochastic_s5_randomChainsFollowTheReference",
+                                "required_s5_8_commitKeepsAcceptedPlusOneRows"}));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("cases")
+    void theChecksOfTheBrokenRuleFail(Mutation mutation, String[] mustFail) {
+        current = mutation;
+        Events tests = EngineTestKit.engine("junit-jupiter").selectors(selectClass(Subject.class)).execute()
+                .testEvents();
+        var failed = tests.failed().stream().map(e -> e.getTestDescriptor().getLegacyReportingName()).toList();
+        if (mustFail.length == 0) {
+            assertThat(failed).as("a correct second implementation passes every check").isEmpty();
+            assertThat(tests.succeeded().count()).isGreaterThanOrEqualTo(13);
+        } else {
+            for (String check : mustFail) {
+                assertThat(failed).as("%s must fail %s", mutation, check).anyMatch(n -> n.startsWith(check));
+            }
+        }
+    }
+
+    /** The TCK over {@link SimpleBackend} with {@link #current}; run only through the engine test kit above. */
+    static class Subject extends BackendVerification {
+        @Override
+        protected MtpBackend createBackend() {
+            Mutation m = current;
+            return new MtpBackend() {
+                @Override
+                public String name() {
+                    return "simple-" + m.name().toLowerCase();
+                }
+
+                @Override
+                public String description() {
+                    return "a plain second implementation with " + m;
+                }
+
+                @Override
+                public Availability availability() {
+                    return Availability.yes("in-process");
+                }
+
+                @Override
+                public DraftModel load(MtpModel model, Map<String, String> options) {
+                    return new SimpleBackend(model, m);
+                }
+            };
+        }
+
+        @Override
+        protected int lockstepChains() {
+            return 25;
+        }
+
+        @Override
+        protected Path fixtureCache() {
+            return Path.of("target", "fixture-cache");
+        }
+    }
+}
