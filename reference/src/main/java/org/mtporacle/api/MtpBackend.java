@@ -26,4 +26,12 @@ public interface MtpBackend {
      * @throws MtpException UNAVAILABLE when {@link #availability()} says no
      */
     DraftModel load(MtpModel model, Map<String, String> options);
+
+    /**
+     * The configurations conformance runs by default, each with its tolerance profile. A backend with several
+     * precision modes lists one profile per mode; the default is one profile with no options held to {@code f32}.
+     */
+    default java.util.List<BackendProfile> profiles() {
+        return java.util.List.of(new BackendProfile(name(), Map.of(), "f32"));
+    }
 }

@@ -65,6 +65,12 @@ public final class ReferenceBackend implements MtpBackend {
         return new ReferenceDraftModel(model, new Kernels(mode, threads));
     }
 
+    /** Reference against reference must be bit-identical. */
+    @Override
+    public java.util.List<org.mtporacle.api.BackendProfile> profiles() {
+        return java.util.List.of(new org.mtporacle.api.BackendProfile(NAME, Map.of(), "exact"));
+    }
+
     /** A reference model with explicit mode and threads (tests and benchmarks). */
     public static ReferenceDraftModel load(MtpModel model, KernelMode mode, int threads) {
         return new ReferenceDraftModel(model, new Kernels(mode, threads));

@@ -8,6 +8,10 @@ import picocli.CommandLine.Command;
 @Command(name = "mtp", mixinStandardHelpOptions = true, versionProvider = MtpCommand.Version.class,
         description = "MTP Oracle: reference interpreter and conformance kit for Qwen3.5 MTP drafting.",
         subcommands = {
+                ConformCommand.class,
+                ReplayCommand.class,
+                FixtureCommand.class,
+                InspectCommand.class,
                 BackendsCommand.class,
                 CommandLine.HelpCommand.class
         })

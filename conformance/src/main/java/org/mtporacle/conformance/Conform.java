@@ -1,0 +1,129 @@
+package org.mtporacle.conformance;
+
+import org.mtporacle.api.Availability;
+import org.mtporacle.api.BackendProfile;
+import org.mtporacle.api.DraftModel;
+import org.mtporacle.api.MtpBackend;
+import org.mtporacle.api.MtpException;
+import org.mtporacle.api.MtpModel;
+import org.mtporacle.conformance.chain.Action;
+import org.mtporacle.conformance.chain.ChainGenerator;
+import org.mtporacle.conformance.lockstep.ChainOutcome;
+import org.mtporacle.conformance.lockstep.Tolerance;
+import org.mtporacle.conformance.report.ConformReport;
+import org.mtporacle.reference.ReferenceBackend;
+import org.mtporacle.reference.ReferenceDraftModel;
+import org.mtporacle.reference.kernels.KernelMode;
+
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * {@code mtp conform} as a library call: every requested backend profile against the reference on every requested
+ * fixture, one {@link Campaign} each, collected into a {@link ConformReport}. Unavailable backends become entries
+ * with their reason, never failures.
+ */
+public final class Conform {
+
+    /** The run's choices. {@code shard} is {@code K/N} with K from 1. */
+    public record Options(List<MtpBackend> backends, List<String> profileFilter, List<FixtureRecipe> fixtures,
+                          int chains, long seed, int shardIndex, int shardCount, Path reportDir, Path fixtureCache,
+                          ChainGenerator.Limits limits) {
+    }
+
+    /** Progress of the whole run, for a progress bar. */
+    public interface Listener {
+        void entryStarted(String profile, String fixture);
+
+        void chainDone(long done, long total, boolean passed);
+
+        void entryDone(ConformReport.Entry entry);
+    }
+
+    private Conform() {
+    }
+
+    public static ConformReport run(Options o, Listener listener) {
+        List<ConformReport.Entry> entries = new ArrayList<>();
+        for (FixtureRecipe fx : o.fixtures()) {
+            MtpModel model = fx.load(o.fixtureCache());
+            try (ReferenceDraftModel oracle = ReferenceBackend.load(model, KernelMode.VECTOR,
+                    Runtime.getRuntime().availableProcessors())) {
+                for (MtpBackend b : o.backends()) {
+                    for (BackendProfile p : b.profiles()) {
+                        if (!o.profileFilter().isEmpty() && !o.profileFilter().contains(p.label())
+                                && !o.profileFilter().contains(b.name())) {
+                            continue;
+                        }
+                        listener.entryStarted(p.label(), fx.name());
+                        ConformReport.Entry e = entry(o, fx, model, oracle, b, p, listener);
+                        entries.add(e);
+                        listener.entryDone(e);
+                    }
+                }
+            }
+        }
+        String shard = o.shardCount() > 1 ? (o.shardIndex() + 1) + "/" + o.shardCount() : null;
+        return new ConformReport("mtp-oracle " + version(), Instant.now().toString(), o.seed(), o.chains(),
+                shard == null ? List.of() : List.of(shard),
+                "synthetic: seeded N(0,1) hiddens rounded to bf16 (no target tap)", entries);
+    }
+
+    private static ConformReport.Entry entry(Options o, FixtureRecipe fx, MtpModel model, ReferenceDraftModel oracle,
+                                             MtpBackend b, BackendProfile p, Listener listener) {
+        Tolerance tol = Tolerance.named(p.tolerance());
+        Availability a = b.availability();
+        if (!a.available()) {
+            return unavailable(fx, model, b, p, tol, a.reason());
+        }
+        DraftModel subject;
+        try {
+            subject = b.load(model, p.options());
+        } catch (MtpException e) {
+            if (e.kind() == MtpException.Kind.UNAVAILABLE || e.kind() == MtpException.Kind.INCOMPATIBLE_MODEL) {
+                return unavailable(fx, model, b, p, tol, e.getMessage());
+            }
+            throw e;
+        }
+        try (subject) {
+            Campaign.Settings s = new Campaign.Settings(fx.name(), b.name(), p.options(), tol, o.chains(), o.seed(),
+                    o.shardIndex(), o.shardCount(), o.limits(), o.reportDir() == null ? null
+                    : o.reportDir().resolve("traces"), 400);
+            Campaign.Result r = Campaign.run(s, oracle, subject, listener::chainDone);
+            ChainOutcome.Stats st = r.stats();
+            List<ConformReport.FailureRecord> failures = new ArrayList<>();
+            for (Campaign.Failure f : r.failures()) {
+                failures.add(new ConformReport.FailureRecord(f.chainSeed(), f.originalLength(),
+                        f.shrunk().stream().map(Action::describe).toList(), f.divergence().actionIndex(),
+                        f.divergence().category().name(), f.divergence().message(), f.divergence().details(),
+                        f.trace() == null ? null : f.trace().toString()));
+            }
+            return new ConformReport.Entry(b.name(), p.label(), p.options(), fx.name(), fx.describe(),
+                    model.identity(), tol.name(), subject.numerics(), r.ok() ? ConformReport.Status.PASSED
+                    : ConformReport.Status.FAILED, "", r.chainsRun(), r.passed(), r.seconds(),
+                    new ConformReport.Stats(st.comparedTokens(), st.nearTies(), st.comparedCheckpoints(),
+                            st.maxKvNmse(), st.maxHiddenNmse(), st.badCalls(), st.maxNearTieGap(), tol.kvNmse(),
+                            tol.hiddenNmse()), failures);
+        }
+    }
+
+    private static ConformReport.Entry unavailable(FixtureRecipe fx, MtpModel model, MtpBackend b, BackendProfile p,
+                                                   Tolerance tol, String reason) {
+        return new ConformReport.Entry(b.name(), p.label(), p.options(), fx.name(), fx.describe(), model.identity(),
+                tol.name(), "", ConformReport.Status.UNAVAILABLE, reason, 0, 0, 0,
+                new ConformReport.Stats(0, 0, 0, 0, 0, 0, 0, tol.kvNmse(), tol.hiddenNmse()), List.of());
+    }
+
+    static String version() {
+        String v = Conform.class.getPackage().getImplementationVersion();
+        return v == null ? "development build" : v;
+    }
+
+    /** Options keyed for a backend profile ({@code mlx precision=f32}). */
+    static String describe(Map<String, String> options) {
+        return options.isEmpty() ? "" : options.toString();
+    }
+}

@@ -1,0 +1,45 @@
+package org.mtporacle.conformance.report;
+
+import java.util.Locale;
+
+/** The console summary of a report: one line per entry, then each failure with its divergence and trace. */
+public final class TextReport {
+    private TextReport() {
+    }
+
+    public static String render(ConformReport r) {
+        StringBuilder sb = new StringBuilder();
+        sb.append(String.format(Locale.ROOT, "mtp conform: seed %d, %d chains per entry%s; contexts: %s%n", r.seed(),
+                r.chains(), r.shards().isEmpty() ? "" : ", shards " + String.join(" ", r.shards()), r.contexts()));
+        sb.append(String.format(Locale.ROOT, "%-22s %-10s %-9s %-11s %9s %8s %10s %10s  %s%n", "backend", "fixture",
+                "tolerance", "status", "chains", "ch/s", "max kv", "near-ties", "numerics"));
+        for (ConformReport.Entry e : r.entries()) {
+            if (e.status() == ConformReport.Status.UNAVAILABLE) {
+                sb.append(String.format(Locale.ROOT, "%-22s %-10s %-9s %-11s  %s%n", e.profile(), e.fixture(),
+                        e.tolerance(), "unavailable", e.reason()));
+                continue;
+            }
+            sb.append(String.format(Locale.ROOT, "%-22s %-10s %-9s %-11s %4d/%-4d %8.1f %10.2e %10d  %s%n",
+                    e.profile(), e.fixture(), e.tolerance(), e.status().name().toLowerCase(), e.passed(),
+                    e.chainsRun(), e.seconds() == 0 ? 0 : e.chainsRun() / e.seconds(), e.stats().maxKvNmse(),
+                    e.stats().nearTies(), e.numerics()));
+        }
+        for (ConformReport.Entry e : r.entries()) {
+            for (ConformReport.FailureRecord f : e.failures()) {
+                sb.append(String.format(Locale.ROOT, "%nFAILED %s: %s%n  %s at action %d of %d (shrunk from %d)%n",
+                        e.key(), f.category(), f.message(), f.shrunkActions().isEmpty() ? "?"
+                                : f.shrunkActions().get(Math.min(f.actionIndex(), f.shrunkActions().size() - 1)),
+                        f.actionIndex(), f.shrunkActions().size(), f.originalLength()));
+                sb.append("  chain: ").append(String.join("; ", f.shrunkActions())).append('\n');
+                if (f.trace() != null) {
+                    sb.append("  replay: mtp replay ").append(f.trace()).append('\n');
+                }
+            }
+        }
+        long failed = r.entries().stream().filter(e -> e.status() == ConformReport.Status.FAILED).count();
+        long unavailable = r.entries().stream().filter(e -> e.status() == ConformReport.Status.UNAVAILABLE).count();
+        sb.append(String.format(Locale.ROOT, "%n%s: %d entries passed, %d failed, %d unavailable%n",
+                failed == 0 ? "OK" : "FAILED", r.entries().size() - failed - unavailable, failed, unavailable));
+        return sb.toString();
+    }
+}

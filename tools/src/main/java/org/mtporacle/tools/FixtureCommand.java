@@ -1,0 +1,82 @@
+package org.mtporacle.tools;
+
+import org.mtporacle.api.DType;
+import org.mtporacle.api.MtpException;
+import org.mtporacle.conformance.FixtureRecipe;
+import org.mtporacle.reference.fixture.FixtureModels;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.nio.file.Path;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+
+/** {@code mtp fixture}: writes a deterministic random-weight model in the real naming and layout. */
+@Command(name = "fixture", mixinStandardHelpOptions = true,
+        description = "Write a deterministic random-weight model (config.json + safetensors) in the real layout.")
+final class FixtureCommand implements Callable<Integer> {
+    @Option(names = "--preset", paramLabel = "NAME",
+            description = "tiny, small, qwen3.5-0.8b, qwen3.5-4b or qwen3.5-27b.")
+    String preset;
+
+    @Option(names = "--seed", paramLabel = "S", defaultValue = "1", description = "Weight seed (default: 1).")
+    long seed;
+
+    @Option(names = "--out", paramLabel = "DIR", description = "Output directory (created).")
+    Path out;
+
+    @Option(names = "--layout", paramLabel = "hf|companion", defaultValue = "hf",
+            description = "Raw Hugging Face layout (mtp. prefix, zero-centred norms) or companion (default: hf).")
+    String layout;
+
+    @Option(names = "--dtype", paramLabel = "bf16|f16|f32", defaultValue = "bf16",
+            description = "Weight dtype (default: bf16).")
+    String dtype;
+
+    @Option(names = "--quantize", paramLabel = "BITS", defaultValue = "0",
+            description = "MLX affine quantization bits: 2, 3, 4, 5, 6 or 8 (default: none).")
+    int bits;
+
+    @Option(names = "--group-size", paramLabel = "G", defaultValue = "64",
+            description = "Quantization group size: 32, 64 or 128 (default: 64).")
+    int groupSize;
+
+    @Option(names = "--list", description = "List the presets and the named fixture recipes, then exit.")
+    boolean list;
+
+    @Override
+    public Integer call() {
+        if (list) {
+            System.out.println("presets:");
+            for (FixtureModels.Preset p : FixtureModels.PRESETS) {
+                System.out.printf("  %-14s hidden %d, heads %d/%d, head_dim %d, intermediate %d, vocab %d, %s%n",
+                        p.name(), p.hiddenSize(), p.numHeads(), p.numKvHeads(), p.headDim(), p.intermediateSize(),
+                        p.vocabSize(), p.tied() ? "tied" : "untied");
+            }
+            System.out.println("fixture recipes (bundled ones run by `mtp conform`):");
+            FixtureRecipe.BUNDLED.forEach(r -> System.out.println("  * " + r.describe()));
+            FixtureRecipe.EXTRA.forEach(r -> System.out.println("    " + r.describe()));
+            return MtpCommand.EXIT_OK;
+        }
+        if (preset == null || out == null) {
+            throw MtpException.invalidArgument("--preset and --out are required (or --list)");
+        }
+        FixtureModels.Layout l = switch (layout.toLowerCase(Locale.ROOT)) {
+            case "hf" -> FixtureModels.Layout.HF;
+            case "companion" -> FixtureModels.Layout.COMPANION;
+            default -> throw MtpException.invalidArgument("--layout " + layout + ", expected hf or companion");
+        };
+        DType t = switch (dtype.toLowerCase(Locale.ROOT)) {
+            case "bf16" -> DType.BF16;
+            case "f16" -> DType.F16;
+            case "f32" -> DType.F32;
+            default -> throw MtpException.invalidArgument("--dtype " + dtype + ", expected bf16, f16 or f32");
+        };
+        long start = System.nanoTime();
+        System.err.println("writing " + preset + " (" + l.name().toLowerCase() + ", " + t
+                + (bits == 0 ? "" : ", " + bits + "-bit group " + groupSize) + ") to " + out + " ...");
+        Path dir = FixtureModels.write(preset, seed, out, l, t, bits, bits == 0 ? 0 : groupSize);
+        System.out.printf("wrote %s in %.1f s%n", dir, (System.nanoTime() - start) / 1e9);
+        return MtpCommand.EXIT_OK;
+    }
+}

@@ -1,0 +1,72 @@
+package org.mtporacle.tools;
+
+import org.mtporacle.api.Availability;
+import org.mtporacle.api.DraftModel;
+import org.mtporacle.api.MtpBackend;
+import org.mtporacle.api.MtpBackends;
+import org.mtporacle.api.MtpException;
+import org.mtporacle.api.MtpModel;
+import org.mtporacle.conformance.FixtureRecipe;
+import org.mtporacle.conformance.lockstep.ChainOutcome;
+import org.mtporacle.conformance.lockstep.Lockstep;
+import org.mtporacle.conformance.lockstep.Tolerance;
+import org.mtporacle.conformance.trace.ChainTrace;
+import org.mtporacle.conformance.trace.TraceFiles;
+import org.mtporacle.reference.ReferenceBackend;
+import org.mtporacle.reference.ReferenceDraftModel;
+import org.mtporacle.reference.kernels.KernelMode;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+
+/** {@code mtp replay TRACE}: re-runs a chain trace exactly, in lockstep with the reference. */
+@Command(name = "replay", mixinStandardHelpOptions = true,
+        description = {"Re-run a chain trace written by `mtp conform` exactly, without the generator.",
+                "Exit 0 when the chain now passes, 1 when it still diverges."})
+final class ReplayCommand implements Callable<Integer> {
+    @Parameters(paramLabel = "TRACE", description = "A chain trace (JSON).")
+    Path trace;
+
+    @Option(names = "--backend", paramLabel = "NAME", description = "Replay against this backend instead of the "
+            + "trace's (its options are kept).")
+    String backend;
+
+    @Override
+    public Integer call() {
+        ChainTrace t = TraceFiles.read(trace);
+        MtpBackend b = MtpBackends.byName(backend != null ? backend : t.backend());
+        Availability a = b.availability();
+        if (!a.available()) {
+            throw new MtpException(MtpException.Kind.UNAVAILABLE, "backend " + b.name() + " is unavailable: "
+                    + a.reason());
+        }
+        MtpModel model = FixtureRecipe.named(t.fixture()).load(FixtureRecipe.defaultCache());
+        if (!t.modelIdentity().isEmpty() && !t.modelIdentity().equals(model.identity())) {
+            System.err.println("warning: fixture " + t.fixture() + " now has identity " + model.identity()
+                    + ", the trace was recorded on " + t.modelIdentity());
+        }
+        Tolerance tol = Tolerance.named(t.tolerance());
+        System.out.printf("replaying %s: %d actions (shrunk from %d), backend %s %s, fixture %s, tolerance %s%n",
+                trace, t.actions().size(), t.originalLength(), b.name(), t.backendOptions(), t.fixture(), tol.name());
+        try (ReferenceDraftModel oracle = ReferenceBackend.load(model, KernelMode.VECTOR, 1);
+             DraftModel subject = b.load(model, t.backendOptions())) {
+            ChainOutcome out = new Lockstep(oracle, subject, tol).run(t.seed(), t.actions());
+            for (int i = 0; i < t.actions().size(); i++) {
+                String mark = i < out.executed() - (out.passed() ? 0 : 1) ? "ok  " : i == out.executed() - 1
+                        && !out.passed() ? "FAIL" : "    ";
+                System.out.printf("  %3d %s %s%n", i, mark, t.actions().get(i).describe());
+            }
+            if (out.passed()) {
+                System.out.println("passed: the chain no longer diverges");
+                return MtpCommand.EXIT_OK;
+            }
+            System.out.println("diverged at action " + out.divergence().actionIndex() + " ("
+                    + out.divergence().category() + "): " + out.divergence().message());
+            out.divergence().details().forEach((k, v) -> System.out.println("    " + k + " = " + v));
+            return MtpCommand.EXIT_FAILED;
+        }
+    }
+}
