@@ -132,7 +132,7 @@ public final class ModelInspector {
         for (String name : store.names()) {
             var t = store.tensor(name);
             rows.add(new TensorRow(name, t.dtype().safetensorsName(), Arrays.stream(t.shape()).boxed().toList(),
-                    t.byteSize(), base.relativize(store.fileOf(name).toAbsolutePath()).toString()));
+                    t.byteSize(), base.toAbsolutePath().relativize(store.fileOf(name).toAbsolutePath()).toString()));
             bytes.merge(t.dtype().safetensorsName(), t.byteSize(), Long::sum);
         }
     }

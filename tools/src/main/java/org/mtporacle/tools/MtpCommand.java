@@ -22,6 +22,7 @@ public final class MtpCommand implements Runnable {
     public static final int EXIT_FAILED = 1;
     public static final int EXIT_USAGE = 2;
     public static final int EXIT_ERROR = 3;
+    public static final int EXIT_INTERNAL = 4;
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -47,7 +48,15 @@ public final class MtpCommand implements Runnable {
                 line.getErr().println("mtp " + line.getCommandName() + ": " + m.getMessage());
                 return EXIT_ERROR;
             }
-            throw ex;
+            if (ex instanceof java.io.UncheckedIOException io) {
+                line.getErr().println("mtp " + line.getCommandName() + ": " + io.getMessage() + " ("
+                        + io.getCause().getMessage() + ")");
+                return EXIT_ERROR;
+            }
+            line.getErr().println("mtp " + line.getCommandName() + ": internal error, please report it with the "
+                    + "command line and this trace:");
+            ex.printStackTrace(line.getErr());
+            return EXIT_INTERNAL;
         });
         cl.setExitCodeExceptionMapper(ex -> EXIT_USAGE);
         return cl;
