@@ -7,6 +7,7 @@ import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
 import org.mtporacle.api.RowCheckpoint;
+import org.mtporacle.api.RowSampler;
 import org.mtporacle.reference.kernels.KernelMode;
 import org.mtporacle.reference.kernels.Kernels;
 
@@ -99,18 +100,23 @@ class RowLifecyclePropertiesTest {
     private void draftAndCommit(ReferenceDraftRows rows, ShadowRows shadow, SplittableRandom rnd, String at) {
         int b = rows.rowCount();
         int h = shadow.model.config().hiddenSize();
-        int depth = rnd.nextInt(5);
+        int depth = rnd.nextInt(9);
         int[] pending = new int[b];
         long[] steps = new long[b];
+        List<RowSampler> samplers = new ArrayList<>();
         for (int r = 0; r < b; r++) {
             pending[r] = rnd.nextInt(shadow.model.config().vocabSize());
             steps[r] = rnd.nextInt(100);
+            samplers.add(rnd.nextBoolean() ? RowSampler.GREEDY
+                    : RowSampler.of(0.5 + rnd.nextDouble(), rnd.nextInt(3) * 20, rnd.nextBoolean() ? 1.0 : 0.9,
+                    rnd.nextLong()));
         }
-        int[][] drafts = rows.draft(pending, depth, steps, DraftSampling.greedy(b));
+        DraftSampling sampling = new DraftSampling(samplers);
+        int[][] drafts = rows.draft(pending, depth, steps, sampling);
         List<List<float[]>> outs = new ArrayList<>();
         for (int r = 0; r < b; r++) {
             List<float[]> o = new ArrayList<>();
-            int[] expected = shadow.draftGreedy(r, pending[r], depth, o);
+            int[] expected = shadow.draft(r, pending[r], depth, samplers.get(r), steps[r], o);
             outs.add(o);
             assertThat(drafts[r]).as("%s: row %d drafts", at, r).containsExactly(expected);
         }

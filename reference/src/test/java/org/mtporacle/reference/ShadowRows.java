@@ -3,6 +3,8 @@ package org.mtporacle.reference;
 import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.MtpModel;
 import org.mtporacle.api.RowCheckpoint;
+import org.mtporacle.api.RowSampler;
+import org.mtporacle.reference.sampling.DraftSampler;
 import org.mtporacle.reference.kernels.Kernels;
 
 import java.util.ArrayList;
@@ -91,8 +93,11 @@ final class ShadowRows {
         }
     }
 
-    /** Greedy drafts of row {@code r} from a single-row replay; also returns the chained outputs in {@code outs}. */
-    int[] draftGreedy(int r, int pending, int depth, List<float[]> outs) {
+    /**
+     * Drafts of row {@code r} from a single-row replay, position {@code t} sampled at {@code step + t} with the row's
+     * sampler; also returns the chained outputs in {@code outs}.
+     */
+    int[] draft(int r, int pending, int depth, RowSampler sampler, long step, List<float[]> outs) {
         Shadow s = rows.get(r);
         RowKv kv = replay(s);
         int id = pending;
@@ -101,12 +106,7 @@ final class ShadowRows {
         for (int t = 0; t < depth; t++) {
             float[] y = block.forward(head.embed(new int[] {id}), hin, new RowKv[] {kv}, 1, null);
             float[] lp = head.logProbs(y, 1);
-            int best = 0;
-            for (int i = 1; i < lp.length; i++) {
-                if (lp[i] > lp[best]) {
-                    best = i;
-                }
-            }
+            int best = DraftSampler.sample(lp, 0, lp.length, sampler, step + t);
             drafts[t] = best;
             outs.add(y);
             id = best;

@@ -51,7 +51,8 @@ public interface BackendRules {
     /** §10.1.6: state after commit(0) is independent of depth, rejected proposals, unused taps; equals a prefill. */
     void required_s10_1_6_rollbackIsTraceFree();
 
-    /** §10.1.8: one prefill of 2050 positions equals splits at 1, 700, 2048 and 2049. */
+    /** §10.1.8: one prefill of {@code prefillSplitLength()} (2050) positions equals splits at 1, a third, 2048 and
+     * the last position. */
     void required_s10_1_8_prefillSplitAnywhereEqualsOnePrefill();
 
     /** §10.1.9: an append whose last checkpoint is misaligned adds nothing and changes nothing. */
