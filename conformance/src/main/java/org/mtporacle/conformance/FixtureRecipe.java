@@ -76,8 +76,15 @@ public record FixtureRecipe(String name, String preset, long seed, FixtureModels
         return ModelLoader.load(dir);
     }
 
-    /** Where fixtures are cached: {@code MTP_ORACLE_CACHE}, else {@code ~/.cache/mtp-oracle/fixtures}. */
+    /**
+     * Where fixtures are cached: the system property {@code mtp.cache}, else the environment variable
+     * {@code MTP_ORACLE_CACHE}, else {@code ~/.cache/mtp-oracle} (each with {@code fixtures/} below it).
+     */
     public static Path defaultCache() {
+        String prop = System.getProperty("mtp.cache");
+        if (prop != null && !prop.isBlank()) {
+            return Path.of(prop).resolve("fixtures");
+        }
         String env = System.getenv("MTP_ORACLE_CACHE");
         return env != null && !env.isBlank() ? Path.of(env).resolve("fixtures")
                 : Path.of(System.getProperty("user.home"), ".cache", "mtp-oracle", "fixtures");

@@ -1,0 +1,123 @@
+package org.mtporacle.tools;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.mtporacle.conformance.chain.Action;
+import org.mtporacle.conformance.trace.ChainTrace;
+import org.mtporacle.conformance.trace.TraceFiles;
+import picocli.CommandLine;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** The mtp command end to end, in process: exit codes, reports, shards and merge, replay, one-line errors. */
+class CommandLineTest {
+    @TempDir
+    Path dir;
+
+    private record Run(int exit, String out, String err) {
+    }
+
+    private static Run run(String... args) {
+        CommandLine cl = MtpCommand.commandLine();
+        StringWriter err = new StringWriter();
+        cl.setErr(new PrintWriter(err));
+        PrintStream saved = System.out;
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+        try {
+            int code = cl.execute(args);
+            return new Run(code, out.toString(StandardCharsets.UTF_8), err.toString());
+        } finally {
+            System.setOut(saved);
+        }
+    }
+
+    @Test
+    void conformOnTheReferencePassesAndWritesBothReports() throws Exception {
+        Run r = run("conform", "--backend", "reference", "--fixture", "tiny", "--chains", "6", "--report",
+                dir.resolve("r").toString());
+        assertThat(r.exit()).as(r.out() + r.err()).isEqualTo(0);
+        assertThat(r.out()).contains("reference").contains("tiny").contains("passed");
+        JsonNode json = new ObjectMapper().readTree(dir.resolve("r/report.json").toFile());
+        assertThat(json.at("/entries/0/status").asText()).isEqualTo("PASSED");
+        assertThat(json.at("/entries/0/chainsRun").asLong()).isEqualTo(6);
+        assertThat(Files.readString(dir.resolve("r/report.html"))).contains("<svg").contains("reference");
+    }
+
+    @Test
+    void shardsCoverTheCampaignOnceAndMergeIntoOneReport() throws Exception {
+        for (int k = 1; k <= 3; k++) {
+            Run r = run("conform", "--backend", "reference", "--fixture", "tiny", "--chains", "7", "--shard",
+                    k + "/3", "--report", dir.resolve("s" + k).toString());
+            assertThat(r.exit()).as(r.err()).isEqualTo(0);
+        }
+        Run m = run("conform", "merge", dir.resolve("s1").toString(), dir.resolve("s2/report.json").toString(),
+                dir.resolve("s3").toString(), "--report", dir.resolve("m").toString());
+        assertThat(m.exit()).as(m.err()).isEqualTo(0);
+        JsonNode json = new ObjectMapper().readTree(dir.resolve("m/report.json").toFile());
+        assertThat(json.at("/entries/0/chainsRun").asLong()).as("2 + 2 + 3 chains").isEqualTo(7);
+        assertThat(json.get("shards")).hasSize(3);
+        Run twice = run("conform", "merge", dir.resolve("s1").toString(), dir.resolve("s1").toString(),
+                "--report", dir.resolve("m2").toString());
+        assertThat(twice.exit()).isEqualTo(3);
+        assertThat(twice.err()).contains("shard 1/3 appears twice");
+    }
+
+    @Test
+    void badArgumentsAreUsageErrorsOrOneLineErrors() {
+        assertThat(run("conform", "--chains").exit()).isEqualTo(2);
+        Run shard = run("conform", "--shard", "4/3");
+        assertThat(shard.exit()).isEqualTo(3);
+        assertThat(shard.err().strip()).isEqualTo("mtp conform: --shard '4/3': expected K/N with 1 ≤ K ≤ N, e.g. 2/8");
+        Run backend = run("conform", "--backend", "nope");
+        assertThat(backend.exit()).isEqualTo(3);
+        assertThat(backend.err()).contains("no such backend").contains("reference").doesNotContain("Exception");
+    }
+
+    @Test
+    void inspectOfAMalformedFileIsOneLineWithoutATrace() throws Exception {
+        Path bad = dir.resolve("bad.safetensors");
+        Files.write(bad, new byte[] {(byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xff, 0, 0, 0, 0, '{'});
+        Run r = run("inspect", bad.toString());
+        assertThat(r.exit()).isEqualTo(3);
+        assertThat(r.err().strip().lines().count()).isEqualTo(1);
+        assertThat(r.err()).contains(bad.toString()).doesNotContain("at org.");
+    }
+
+    @Test
+    void replayRerunsATraceAndReportsThatItPasses() throws Exception {
+        Path trace = dir.resolve("t.json");
+        TraceFiles.write(new ChainTrace(ChainTrace.FORMAT, "tiny", "", "reference", Map.of(), "exact", 5,
+                List.of(new Action.Append(List.of(-1), false), new Action.Prefill(4, 1), new Action.Draft(3, 2, false),
+                        new Action.Commit(Action.Acceptance.FULL, 3)), null, 4), trace);
+        Run r = run("replay", trace.toString());
+        assertThat(r.exit()).as(r.out() + r.err()).isEqualTo(0);
+        assertThat(r.out()).contains("passed").contains("draft depth=3");
+        Files.writeString(trace, "{\"format\": \"mtp-oracle-chain/1\", \"actions\": 3}");
+        Run bad = run("replay", trace.toString());
+        assertThat(bad.exit()).isEqualTo(3);
+        assertThat(bad.err()).contains(trace.toString()).contains("'actions' must be an array");
+    }
+
+    @Test
+    void fixtureWritesAModelThatInspectReads() {
+        Run f = run("fixture", "--preset", "tiny", "--out", dir.resolve("m").toString(), "--quantize", "4",
+                "--group-size", "32", "--layout", "companion");
+        assertThat(f.exit()).as(f.err()).isEqualTo(0);
+        Run i = run("inspect", dir.resolve("m").toString(), "--json");
+        assertThat(i.exit()).as(i.err()).isEqualTo(0);
+        assertThat(i.out()).contains("\"layout\"").contains("companion");
+    }
+}
