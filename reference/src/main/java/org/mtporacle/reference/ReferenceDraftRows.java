@@ -103,24 +103,8 @@ public final class ReferenceDraftRows implements DraftRows {
         int[] saved = lengths();
         try {
             // 1. bridge: each prefilled row pairs tokens[b, 0] with its retained hidden; cold rows keep nothing
-            List<Integer> bridged = new ArrayList<>();
-            for (int r = 0; r < b; r++) {
-                if (rows.get(r).prefilled) {
-                    bridged.add(r);
-                }
-            }
-            if (!bridged.isEmpty()) {
-                int[] first = new int[bridged.size()];
-                float[] hin = new float[bridged.size() * hSize];
-                RowKv[] kvs = new RowKv[bridged.size()];
-                for (int i = 0; i < first.length; i++) {
-                    Row row = rows.get(bridged.get(i));
-                    first[i] = ids[bridged.get(i)][0];
-                    System.arraycopy(row.hidden, 0, hin, i * hSize, hSize);
-                    kvs[i] = row.kv;
-                }
-                model.block().forward(model.head().embed(first), hin, kvs, 1, null);
-            }
+            forwardOnePosition(r -> rows.get(r).prefilled, r -> ids[r][0], (r, hin, at) ->
+                    System.arraycopy(rows.get(r).hidden, 0, hin, at, hSize));
             // 2. shifted chunks: token p+1 pairs with hidden p, at most PREFILL_CHUNK positions per forward
             for (int pos = 0; pos + 1 < len; pos += PREFILL_CHUNK) {
                 int end = Math.min(pos + PREFILL_CHUNK, len - 1);
@@ -233,24 +217,9 @@ public final class ReferenceDraftRows implements DraftRows {
                 row.kv.setLength(row.beforeRound + Math.min(accepted[r] + 1, appended));
             }
             // 2. full acceptance: build the last proposal's row from the true hidden preceding it
-            List<Integer> full = new ArrayList<>();
-            for (int r = 0; r < b; r++) {
-                if (depth > 0 && accepted[r] == depth) {
-                    full.add(r);
-                }
-            }
-            if (!full.isEmpty()) {
-                int[] ids = new int[full.size()];
-                float[] hin = new float[full.size() * hSize];
-                RowKv[] kvs = new RowKv[full.size()];
-                for (int i = 0; i < ids.length; i++) {
-                    int r = full.get(i);
-                    ids[i] = rows.get(r).drafts[depth - 1];
-                    System.arraycopy(ctx, (r * width + depth - 1) * hSize, hin, i * hSize, hSize);
-                    kvs[i] = rows.get(r).kv;
-                }
-                model.block().forward(model.head().embed(ids), hin, kvs, 1, null);
-            }
+            int d = depth;
+            forwardOnePosition(r -> d > 0 && accepted[r] == d, r -> rows.get(r).drafts[d - 1], (r, hin, at) ->
+                    System.arraycopy(ctx, (r * width + d - 1) * hSize, hin, at, hSize));
         } catch (RuntimeException e) {
             restoreLengths(saved);
             throw e;
@@ -306,6 +275,37 @@ public final class ReferenceDraftRows implements DraftRows {
         closed = true;
         rows.clear();
         roundOpen = false;
+    }
+
+    /** Copies row {@code r}'s input hidden into {@code hin} at {@code at}. */
+    @FunctionalInterface
+    private interface HiddenOf {
+        void copy(int r, float[] hin, int at);
+    }
+
+    /** One forward of one position for the rows {@code which} selects (all others untouched). */
+    private void forwardOnePosition(java.util.function.IntPredicate which, java.util.function.IntUnaryOperator tokenOf,
+                                    HiddenOf hiddenOf) {
+        List<Integer> selected = new ArrayList<>();
+        for (int r = 0; r < rows.size(); r++) {
+            if (which.test(r)) {
+                selected.add(r);
+            }
+        }
+        if (selected.isEmpty()) {
+            return;
+        }
+        int hSize = c.hiddenSize();
+        int[] ids = new int[selected.size()];
+        float[] hin = new float[selected.size() * hSize];
+        RowKv[] kvs = new RowKv[selected.size()];
+        for (int i = 0; i < ids.length; i++) {
+            int r = selected.get(i);
+            ids[i] = tokenOf.applyAsInt(r);
+            hiddenOf.copy(r, hin, i * hSize);
+            kvs[i] = rows.get(r).kv;
+        }
+        model.block().forward(model.head().embed(ids), hin, kvs, 1, null);
     }
 
     private RowKv[] kvArray() {
