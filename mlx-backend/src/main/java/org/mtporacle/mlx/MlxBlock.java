@@ -30,21 +30,21 @@ final class MlxBlock implements AutoCloseable {
     record Step(MlxArray y, Kv kv) {
     }
 
-    MlxBlock(MlxOps ops, MtpConfig config, MtpWeights w, int dtype) {
+    MlxBlock(MlxOps ops, MtpConfig config, MtpWeights w, int dtype, boolean quantF32) {
         this.c = config;
         this.dtype = dtype;
         this.eps = (float) config.rmsNormEps();
         List<AutoCloseable> made = new ArrayList<>();
-        fc = track(made, MlxLinear.upload(ops, w.fc(), dtype));
-        q = track(made, MlxLinear.upload(ops, w.qProj(), dtype));
-        k = track(made, MlxLinear.upload(ops, w.kProj(), dtype));
-        v = track(made, MlxLinear.upload(ops, w.vProj(), dtype));
-        o = track(made, MlxLinear.upload(ops, w.oProj(), dtype));
-        gate = track(made, MlxLinear.upload(ops, w.gateProj(), dtype));
-        up = track(made, MlxLinear.upload(ops, w.upProj(), dtype));
-        down = track(made, MlxLinear.upload(ops, w.downProj(), dtype));
-        embedding = track(made, MlxLinear.upload(ops, w.embedding(), dtype));
-        head = track(made, MlxLinear.upload(ops, w.head(), dtype));
+        fc = track(made, MlxLinear.upload(ops, w.fc(), dtype, quantF32));
+        q = track(made, MlxLinear.upload(ops, w.qProj(), dtype, quantF32));
+        k = track(made, MlxLinear.upload(ops, w.kProj(), dtype, quantF32));
+        v = track(made, MlxLinear.upload(ops, w.vProj(), dtype, quantF32));
+        o = track(made, MlxLinear.upload(ops, w.oProj(), dtype, quantF32));
+        gate = track(made, MlxLinear.upload(ops, w.gateProj(), dtype, quantF32));
+        up = track(made, MlxLinear.upload(ops, w.upProj(), dtype, quantF32));
+        down = track(made, MlxLinear.upload(ops, w.downProj(), dtype, quantF32));
+        embedding = track(made, MlxLinear.upload(ops, w.embedding(), dtype, quantF32));
+        head = track(made, MlxLinear.upload(ops, w.head(), dtype, quantF32));
         preE = gain(ops, w.preFcNormEmbedding());
         preH = gain(ops, w.preFcNormHidden());
         inNorm = gain(ops, w.inputNorm());

@@ -51,7 +51,8 @@ public final class MlxDraftModel implements DraftModel {
         try {
             this.block = lib.thread().call(() -> {
                 try (MlxScope scope = new MlxScope(lib)) {
-                    return new MlxBlock(new MlxOps(stream, scope), model.config(), model.weights(), dtype);
+                    // CPU quantized products accumulate in f32 (see MlxLinear.upload)
+                    return new MlxBlock(new MlxOps(stream, scope), model.config(), model.weights(), dtype, !gpu);
                 }
             });
         } catch (RuntimeException e) {
@@ -76,7 +77,8 @@ public final class MlxDraftModel implements DraftModel {
     public String numerics() {
         return "mlx " + (stream.isGpu() ? "gpu" : "cpu") + " " + checkpointDType.name().toLowerCase()
                 + " (precision=" + precision.name().toLowerCase() + ", MLX " + lib.version()
-                + "; greedy drafts on device, seeded drafts sampled on the host from device log-probs)";
+                + "; " + (stream.isGpu() ? "" : "quantized products accumulate in f32; ")
+                + "greedy drafts on device, seeded drafts sampled on the host from device log-probs)";
     }
 
     public Precision precision() {

