@@ -392,7 +392,7 @@ final class MlxDraftRows implements DraftRows {
     // ---- device plumbing
 
     /** Native work of one call on the MLX thread; a native failure poisons the group (spec §9.2). */
-    private void device(String call, java.util.function.Consumer<MlxOps> work) {
+    void device(String call, java.util.function.Consumer<MlxOps> work) {
         try {
             model.run(work);
         } catch (MtpException e) {
