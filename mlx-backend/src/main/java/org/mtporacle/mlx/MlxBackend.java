@@ -1,0 +1,87 @@
+package org.mtporacle.mlx;
+
+import org.mtporacle.api.Availability;
+import org.mtporacle.api.MtpBackend;
+import org.mtporacle.api.MtpException;
+import org.mtporacle.api.MtpModel;
+import org.mtporacle.mlx.handle.MlxDiscovery;
+import org.mtporacle.mlx.handle.MlxLibrary;
+
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The MLX backend ({@code mlx}) through mlx-c. The library is found at run time ({@link MlxDiscovery}); when it is
+ * missing or of another version the backend says so in {@link #availability()} and {@link #load} fails UNAVAILABLE.
+ *
+ * <p>Options: {@code precision=native|f32} (default native: the weights' dtype, bf16 for published companions) and
+ * {@code device=auto|cpu|gpu} (default auto: the GPU when the library has Metal or CUDA, else the CPU).
+ */
+public final class MlxBackend implements MtpBackend {
+    public static final String NAME = "mlx";
+    private static final Set<String> OPTIONS = Set.of("precision", "device");
+
+    private final MlxDiscovery discovery;
+
+    /** Reads the discovery settings from the environment; does no native work. */
+    public MlxBackend() {
+        this(MlxDiscovery.fromEnvironment());
+    }
+
+    public MlxBackend(MlxDiscovery discovery) {
+        this.discovery = discovery;
+    }
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+
+    @Override
+    public String description() {
+        return "MLX through mlx-c 0.6 (Panama FFM): Metal on Apple silicon, CPU or CUDA elsewhere";
+    }
+
+    @Override
+    public Availability availability() {
+        try {
+            MlxLibrary lib = MlxLibrary.load(discovery);
+            return Availability.yes("mlx-c at " + lib.path() + ", MLX " + lib.version() + ", "
+                    + (lib.hasGpu() ? "GPU available" : "CPU only"));
+        } catch (MtpException e) {
+            return Availability.no(e.getMessage());
+        }
+    }
+
+    @Override
+    public MlxDraftModel load(MtpModel model, Map<String, String> options) {
+        for (String key : options.keySet()) {
+            if (!OPTIONS.contains(key)) {
+                throw MtpException.invalidArgument("mlx: unknown option '" + key + "' (known: precision, device)");
+            }
+        }
+        MlxDraftModel.Precision precision = switch (options.getOrDefault("precision", "native")) {
+            case "native" -> MlxDraftModel.Precision.NATIVE;
+            case "f32" -> MlxDraftModel.Precision.F32;
+            default -> throw MtpException.invalidArgument("mlx: precision = '" + options.get("precision")
+                    + "', expected native or f32");
+        };
+        String device = options.getOrDefault("device", "auto");
+        if (!Set.of("auto", "cpu", "gpu").contains(device)) {
+            throw MtpException.invalidArgument("mlx: device = '" + device + "', expected auto, cpu or gpu");
+        }
+        MlxLibrary lib = MlxLibrary.load(discovery);
+        boolean gpu = switch (device) {
+            case "cpu" -> false;
+            case "gpu" -> {
+                if (!lib.hasGpu()) {
+                    throw new MtpException(MtpException.Kind.UNAVAILABLE, "mlx: device=gpu but " + lib.path()
+                            + " has neither Metal nor CUDA; use device=cpu or device=auto");
+                }
+                yield true;
+            }
+            default -> lib.hasGpu();
+        };
+        return new MlxDraftModel(model, lib, gpu, precision);
+    }
+}

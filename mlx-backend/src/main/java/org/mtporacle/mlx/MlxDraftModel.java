@@ -1,0 +1,156 @@
+package org.mtporacle.mlx;
+
+import org.mtporacle.api.DType;
+import org.mtporacle.api.DraftModel;
+import org.mtporacle.api.DraftRows;
+import org.mtporacle.api.HostTensor;
+import org.mtporacle.api.LinearWeight;
+import org.mtporacle.api.MtpException;
+import org.mtporacle.api.MtpModel;
+import org.mtporacle.api.RowCheckpoint;
+import org.mtporacle.mlx.ffi.MlxC;
+import org.mtporacle.mlx.handle.MlxArray;
+import org.mtporacle.mlx.handle.MlxLibrary;
+import org.mtporacle.mlx.handle.MlxOps;
+import org.mtporacle.mlx.handle.MlxScope;
+import org.mtporacle.mlx.handle.MlxStream;
+
+import java.util.List;
+import java.util.function.Consumer;
+
+/** A model loaded into MLX: the block's weights and the target head on one device stream, in one compute dtype. */
+public final class MlxDraftModel implements DraftModel {
+    /** What the block computes in. */
+    public enum Precision {
+        /** The weights' own float dtype (bf16 for the fixtures and published companions), as the seed does. */
+        NATIVE,
+        /** Everything upcast to f32. */
+        F32
+    }
+
+    private final MtpModel model;
+    private final MlxLibrary lib;
+    private final MlxStream stream;
+    private final Precision precision;
+    private final int dtype;
+    private final DType checkpointDType;
+    private final MlxBlock block;
+    private boolean closed;
+
+    MlxDraftModel(MtpModel model, MlxLibrary lib, boolean gpu, Precision precision) {
+        this.model = model;
+        this.lib = lib;
+        this.precision = precision;
+        this.checkpointDType = precision == Precision.F32 ? DType.F32 : weightsDType(model.weights().fc());
+        this.dtype = switch (checkpointDType) {
+            case BF16 -> MlxC.MLX_BFLOAT16;
+            case F16 -> MlxC.MLX_FLOAT16;
+            default -> MlxC.MLX_FLOAT32;
+        };
+        this.stream = MlxStream.open(lib, gpu);
+        try {
+            this.block = lib.thread().call(() -> {
+                try (MlxScope scope = new MlxScope(lib)) {
+                    // CPU quantized products accumulate in f32 (see MlxLinear.upload)
+                    return new MlxBlock(new MlxOps(stream, scope), model.config(), model.weights(), dtype, !gpu);
+                }
+            });
+        } catch (RuntimeException e) {
+            stream.close();
+            throw e;
+        }
+    }
+
+    private static DType weightsDType(LinearWeight w) {
+        return switch (w) {
+            case LinearWeight.Dense d -> d.weight().dtype();
+            case LinearWeight.Affine a -> a.scales().dtype();
+        };
+    }
+
+    @Override
+    public MtpModel model() {
+        return model;
+    }
+
+    @Override
+    public String numerics() {
+        return "mlx " + (stream.isGpu() ? "gpu" : "cpu") + " " + checkpointDType.name().toLowerCase()
+                + " (precision=" + precision.name().toLowerCase() + ", MLX " + lib.version()
+                + "; " + (stream.isGpu() ? "" : "quantized products accumulate in f32; ")
+                + "greedy drafts on device, seeded drafts sampled on the host from device log-probs)";
+    }
+
+    public Precision precision() {
+        return precision;
+    }
+
+    /** The library this model runs on (for tests: active memory). */
+    public MlxLibrary library() {
+        return lib;
+    }
+
+    @Override
+    public DraftRows openRows(List<RowCheckpoint> checkpoints) {
+        if (closed) {
+            throw MtpException.illegalState("openRows: the model is closed");
+        }
+        MlxDraftRows rows = new MlxDraftRows(this);
+        try {
+            rows.append(checkpoints);
+        } catch (RuntimeException e) {
+            rows.close();
+            throw e;
+        }
+        return rows;
+    }
+
+    int dtype() {
+        return dtype;
+    }
+
+    DType checkpointDType() {
+        return checkpointDType;
+    }
+
+    int vocabSize() {
+        return model.config().vocabSize();
+    }
+
+    MlxBlock block() {
+        return block;
+    }
+
+    /** Runs {@code work} on the MLX thread with a fresh scope and this model's stream. */
+    void run(Consumer<MlxOps> work) {
+        if (closed) {
+            throw MtpException.illegalState("mlx: the model is closed");
+        }
+        lib.thread().run(() -> {
+            try (MlxScope scope = new MlxScope(lib)) {
+                work.accept(new MlxOps(stream, scope));
+            }
+        });
+    }
+
+    /** {@code t} on the device in the compute dtype. */
+    MlxArray upload(MlxOps ops, HostTensor t) {
+        MlxArray a = ops.fromHost(t);
+        return a.dtype() == dtype ? a : ops.astype(a, dtype);
+    }
+
+    /** {@code values} shaped {@code shape} on the device in the compute dtype. */
+    MlxArray uploadFloats(MlxOps ops, float[] values, int... shape) {
+        MlxArray a = ops.fromFloats(values, shape);
+        return dtype == MlxC.MLX_FLOAT32 ? a : ops.astype(a, dtype);
+    }
+
+    @Override
+    public void close() {
+        if (!closed) {
+            closed = true;
+            lib.thread().run(block::close);
+            stream.close();
+        }
+    }
+}

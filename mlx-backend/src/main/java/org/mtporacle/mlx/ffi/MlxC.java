@@ -1,0 +1,435 @@
+package org.mtporacle.mlx.ffi;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SegmentAllocator;
+import java.lang.foreign.StructLayout;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BOOLEAN;
+import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+/**
+ * Raw downcalls into mlx-c 0.6 ({@code mlx/c/*.h}): one method per C function this backend uses, with the C name,
+ * the C argument order and the C {@code int} status. Handles ({@code mlx_array}, {@code mlx_stream},
+ * {@code mlx_vector_array}, {@code mlx_string}) are one-field structs {@code { void* ctx; }} passed by value as
+ * segments of {@link #HANDLE}; optional arguments are {@link #OPTIONAL_INT} / {@link #OPTIONAL_FLOAT} structs. No
+ * logic and no validation here: callers ({@code …mlx.handle}) validate every value first.
+ */
+public final class MlxC {
+    /** {@code typedef struct { void* ctx; } mlx_array;} and the other handle types. */
+    public static final StructLayout HANDLE = MemoryLayout.structLayout(ADDRESS.withName("ctx"));
+    /** {@code typedef struct { int value; bool has_value; } mlx_optional_int;} */
+    public static final StructLayout OPTIONAL_INT = MemoryLayout.structLayout(JAVA_INT.withName("value"),
+            JAVA_BOOLEAN.withName("has_value"), MemoryLayout.paddingLayout(3));
+    /** {@code typedef struct { float value; bool has_value; } mlx_optional_float;} */
+    public static final StructLayout OPTIONAL_FLOAT = MemoryLayout.structLayout(JAVA_FLOAT.withName("value"),
+            JAVA_BOOLEAN.withName("has_value"), MemoryLayout.paddingLayout(3));
+    /** {@code typedef void (*mlx_error_handler_func)(const char* msg, void* data);} */
+    public static final FunctionDescriptor ERROR_HANDLER = FunctionDescriptor.ofVoid(ADDRESS, ADDRESS);
+
+    // mlx_dtype (array.h)
+    public static final int MLX_BOOL = 0;
+    public static final int MLX_UINT32 = 3;
+    public static final int MLX_INT32 = 7;
+    public static final int MLX_FLOAT16 = 9;
+    public static final int MLX_FLOAT32 = 10;
+    public static final int MLX_BFLOAT16 = 12;
+
+    private final Linker linker = Linker.nativeLinker();
+    private final SymbolLookup lookup;
+
+    // version.h, string.h, error.h, memory.h, metal.h, cuda.h
+    private final MethodHandle mlxVersion;
+    private final MethodHandle mlxStringNew;
+    private final MethodHandle mlxStringData;
+    private final MethodHandle mlxStringFree;
+    private final MethodHandle mlxSetErrorHandler;
+    private final MethodHandle mlxGetActiveMemory;
+    private final MethodHandle mlxMetalIsAvailable;
+    private final MethodHandle mlxCudaIsAvailable;
+    // stream.h
+    private final MethodHandle mlxDefaultCpuStreamNew;
+    private final MethodHandle mlxDefaultGpuStreamNew;
+    private final MethodHandle mlxStreamFree;
+    private final MethodHandle mlxSynchronize;
+    // vector.h
+    private final MethodHandle mlxVectorArrayNew;
+    private final MethodHandle mlxVectorArrayAppendValue;
+    private final MethodHandle mlxVectorArrayFree;
+    // array.h
+    private final MethodHandle mlxArrayNew;
+    private final MethodHandle mlxArrayNewData;
+    private final MethodHandle mlxArrayFree;
+    private final MethodHandle mlxArrayEval;
+    private final MethodHandle mlxArrayNdim;
+    private final MethodHandle mlxArrayShape;
+    private final MethodHandle mlxArrayDtype;
+    private final MethodHandle mlxArraySize;
+    private final MethodHandle mlxArrayDataFloat32;
+    private final MethodHandle mlxArrayDataUint32;
+    private final MethodHandle mlxArrayDataInt32;
+    // ops.h
+    private final MethodHandle mlxAdd;
+    private final MethodHandle mlxSubtract;
+    private final MethodHandle mlxMultiply;
+    private final MethodHandle mlxMatmul;
+    private final MethodHandle mlxQuantizedMatmul;
+    private final MethodHandle mlxDequantize;
+    private final MethodHandle mlxSigmoid;
+    private final MethodHandle mlxReshape;
+    private final MethodHandle mlxTransposeAxes;
+    private final MethodHandle mlxSlice;
+    private final MethodHandle mlxSliceUpdate;
+    private final MethodHandle mlxConcatenateAxis;
+    private final MethodHandle mlxStack;
+    private final MethodHandle mlxTakeAxis;
+    private final MethodHandle mlxAstype;
+    private final MethodHandle mlxContiguous;
+    private final MethodHandle mlxZeros;
+    private final MethodHandle mlxLogsumexpAxis;
+    private final MethodHandle mlxArgmaxAxis;
+    // fast.h
+    private final MethodHandle mlxFastRmsNorm;
+    private final MethodHandle mlxFastScaledDotProductAttention;
+
+    /** Binds every function from {@code lookup}; fails with {@link java.util.NoSuchElementException} naming a missing symbol. */
+    public MlxC(SymbolLookup lookup) {
+        this.lookup = lookup;
+        mlxVersion = h("mlx_version", JAVA_INT, ADDRESS);
+        mlxStringNew = h("mlx_string_new", HANDLE);
+        mlxStringData = h("mlx_string_data", ADDRESS, HANDLE);
+        mlxStringFree = h("mlx_string_free", JAVA_INT, HANDLE);
+        mlxSetErrorHandler = linker.downcallHandle(find("mlx_set_error_handler"),
+                FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, ADDRESS));
+        mlxGetActiveMemory = h("mlx_get_active_memory", JAVA_INT, ADDRESS);
+        mlxMetalIsAvailable = h("mlx_metal_is_available", JAVA_INT, ADDRESS);
+        mlxCudaIsAvailable = lookup.find("mlx_cuda_is_available").isPresent()
+                ? h("mlx_cuda_is_available", JAVA_INT, ADDRESS) : null;
+        mlxDefaultCpuStreamNew = h("mlx_default_cpu_stream_new", HANDLE);
+        mlxDefaultGpuStreamNew = h("mlx_default_gpu_stream_new", HANDLE);
+        mlxStreamFree = h("mlx_stream_free", JAVA_INT, HANDLE);
+        mlxSynchronize = h("mlx_synchronize", JAVA_INT, HANDLE);
+        mlxVectorArrayNew = h("mlx_vector_array_new", HANDLE);
+        mlxVectorArrayAppendValue = h("mlx_vector_array_append_value", JAVA_INT, HANDLE, HANDLE);
+        mlxVectorArrayFree = h("mlx_vector_array_free", JAVA_INT, HANDLE);
+        mlxArrayNew = h("mlx_array_new", HANDLE);
+        mlxArrayNewData = h("mlx_array_new_data", HANDLE, ADDRESS, ADDRESS, JAVA_INT, JAVA_INT);
+        mlxArrayFree = h("mlx_array_free", JAVA_INT, HANDLE);
+        mlxArrayEval = h("mlx_array_eval", JAVA_INT, HANDLE);
+        mlxArrayNdim = h("mlx_array_ndim", JAVA_LONG, HANDLE);
+        mlxArrayShape = h("mlx_array_shape", ADDRESS, HANDLE);
+        mlxArrayDtype = h("mlx_array_dtype", JAVA_INT, HANDLE);
+        mlxArraySize = h("mlx_array_size", JAVA_LONG, HANDLE);
+        mlxArrayDataFloat32 = h("mlx_array_data_float32", ADDRESS, HANDLE);
+        mlxArrayDataUint32 = h("mlx_array_data_uint32", ADDRESS, HANDLE);
+        mlxArrayDataInt32 = h("mlx_array_data_int32", ADDRESS, HANDLE);
+        mlxAdd = h("mlx_add", JAVA_INT, ADDRESS, HANDLE, HANDLE, HANDLE);
+        mlxSubtract = h("mlx_subtract", JAVA_INT, ADDRESS, HANDLE, HANDLE, HANDLE);
+        mlxMultiply = h("mlx_multiply", JAVA_INT, ADDRESS, HANDLE, HANDLE, HANDLE);
+        mlxMatmul = h("mlx_matmul", JAVA_INT, ADDRESS, HANDLE, HANDLE, HANDLE);
+        mlxQuantizedMatmul = h("mlx_quantized_matmul", JAVA_INT, ADDRESS, HANDLE, HANDLE, HANDLE, HANDLE,
+                JAVA_BOOLEAN, OPTIONAL_INT, OPTIONAL_INT, ADDRESS, HANDLE);
+        mlxDequantize = h("mlx_dequantize", JAVA_INT, ADDRESS, HANDLE, HANDLE, HANDLE, OPTIONAL_INT, OPTIONAL_INT,
+                ADDRESS, HANDLE, OPTIONAL_INT, HANDLE);
+        mlxSigmoid = h("mlx_sigmoid", JAVA_INT, ADDRESS, HANDLE, HANDLE);
+        mlxReshape = h("mlx_reshape", JAVA_INT, ADDRESS, HANDLE, ADDRESS, JAVA_LONG, HANDLE);
+        mlxTransposeAxes = h("mlx_transpose_axes", JAVA_INT, ADDRESS, HANDLE, ADDRESS, JAVA_LONG, HANDLE);
+        mlxSlice = h("mlx_slice", JAVA_INT, ADDRESS, HANDLE, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS,
+                JAVA_LONG, HANDLE);
+        mlxSliceUpdate = h("mlx_slice_update", JAVA_INT, ADDRESS, HANDLE, HANDLE, ADDRESS, JAVA_LONG, ADDRESS,
+                JAVA_LONG, ADDRESS, JAVA_LONG, HANDLE);
+        mlxConcatenateAxis = h("mlx_concatenate_axis", JAVA_INT, ADDRESS, HANDLE, JAVA_INT, HANDLE);
+        mlxStack = h("mlx_stack", JAVA_INT, ADDRESS, HANDLE, HANDLE);
+        mlxTakeAxis = h("mlx_take_axis", JAVA_INT, ADDRESS, HANDLE, HANDLE, JAVA_INT, HANDLE);
+        mlxAstype = h("mlx_astype", JAVA_INT, ADDRESS, HANDLE, JAVA_INT, HANDLE);
+        mlxContiguous = h("mlx_contiguous", JAVA_INT, ADDRESS, HANDLE, JAVA_BOOLEAN, HANDLE);
+        mlxZeros = h("mlx_zeros", JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, HANDLE);
+        mlxLogsumexpAxis = h("mlx_logsumexp_axis", JAVA_INT, ADDRESS, HANDLE, JAVA_INT, JAVA_BOOLEAN, HANDLE);
+        mlxArgmaxAxis = h("mlx_argmax_axis", JAVA_INT, ADDRESS, HANDLE, JAVA_INT, JAVA_BOOLEAN, HANDLE);
+        mlxFastRmsNorm = h("mlx_fast_rms_norm", JAVA_INT, ADDRESS, HANDLE, HANDLE, JAVA_FLOAT, HANDLE);
+        mlxFastScaledDotProductAttention = h("mlx_fast_scaled_dot_product_attention", JAVA_INT, ADDRESS, HANDLE,
+                HANDLE, HANDLE, JAVA_FLOAT, ADDRESS, HANDLE, HANDLE, HANDLE);
+    }
+
+    private MemorySegment find(String name) {
+        return lookup.find(name).orElseThrow(() -> new java.util.NoSuchElementException("symbol " + name));
+    }
+
+    private MethodHandle h(String name, MemoryLayout result, MemoryLayout... args) {
+        return linker.downcallHandle(find(name), FunctionDescriptor.of(result, args));
+    }
+
+    /** An upcall stub for {@code mlx_error_handler_func} calling {@code target(MemorySegment msg, MemorySegment data)}. */
+    public MemorySegment errorHandlerStub(MethodHandle target, Arena arena) {
+        return linker.upcallStub(target, ERROR_HANDLER, arena);
+    }
+
+    /** The {@code MethodType} an error handler target must have. */
+    public static MethodType errorHandlerType() {
+        return MethodType.methodType(void.class, MemorySegment.class, MemorySegment.class);
+    }
+
+    private static RuntimeException rethrow(Throwable t) {
+        if (t instanceof RuntimeException r) {
+            return r;
+        }
+        if (t instanceof Error e) {
+            throw e;
+        }
+        return new IllegalStateException(t);
+    }
+
+    // ---- version.h / string.h / error.h / memory.h / metal.h / cuda.h
+
+    public int mlx_version(MemorySegment str) {
+        try { return (int) mlxVersion.invokeExact(str); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public MemorySegment mlx_string_new(SegmentAllocator a) {
+        try { return (MemorySegment) mlxStringNew.invokeExact(a); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public MemorySegment mlx_string_data(MemorySegment str) {
+        try { return (MemorySegment) mlxStringData.invokeExact(str); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_string_free(MemorySegment str) {
+        try { return (int) mlxStringFree.invokeExact(str); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public void mlx_set_error_handler(MemorySegment handler, MemorySegment data, MemorySegment dtor) {
+        try { mlxSetErrorHandler.invokeExact(handler, data, dtor); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_get_active_memory(MemorySegment res) {
+        try { return (int) mlxGetActiveMemory.invokeExact(res); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_metal_is_available(MemorySegment res) {
+        try { return (int) mlxMetalIsAvailable.invokeExact(res); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    /** {@code mlx_cuda_is_available}, or status 1 when this mlx-c build lacks the symbol. */
+    public int mlx_cuda_is_available(MemorySegment res) {
+        if (mlxCudaIsAvailable == null) {
+            return 1;
+        }
+        try { return (int) mlxCudaIsAvailable.invokeExact(res); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    // ---- stream.h
+
+    public MemorySegment mlx_default_cpu_stream_new(SegmentAllocator a) {
+        try { return (MemorySegment) mlxDefaultCpuStreamNew.invokeExact(a); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public MemorySegment mlx_default_gpu_stream_new(SegmentAllocator a) {
+        try { return (MemorySegment) mlxDefaultGpuStreamNew.invokeExact(a); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_stream_free(MemorySegment stream) {
+        try { return (int) mlxStreamFree.invokeExact(stream); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_synchronize(MemorySegment stream) {
+        try { return (int) mlxSynchronize.invokeExact(stream); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    // ---- vector.h
+
+    public MemorySegment mlx_vector_array_new(SegmentAllocator a) {
+        try { return (MemorySegment) mlxVectorArrayNew.invokeExact(a); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_vector_array_append_value(MemorySegment vec, MemorySegment val) {
+        try { return (int) mlxVectorArrayAppendValue.invokeExact(vec, val); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_vector_array_free(MemorySegment vec) {
+        try { return (int) mlxVectorArrayFree.invokeExact(vec); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    // ---- array.h
+
+    public MemorySegment mlx_array_new(SegmentAllocator a) {
+        try { return (MemorySegment) mlxArrayNew.invokeExact(a); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public MemorySegment mlx_array_new_data(SegmentAllocator a, MemorySegment data, MemorySegment shape, int dim,
+                                            int dtype) {
+        try {
+            return (MemorySegment) mlxArrayNewData.invokeExact(a, data, shape, dim, dtype);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_array_free(MemorySegment arr) {
+        try { return (int) mlxArrayFree.invokeExact(arr); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_array_eval(MemorySegment arr) {
+        try { return (int) mlxArrayEval.invokeExact(arr); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public long mlx_array_ndim(MemorySegment arr) {
+        try { return (long) mlxArrayNdim.invokeExact(arr); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public MemorySegment mlx_array_shape(MemorySegment arr) {
+        try { return (MemorySegment) mlxArrayShape.invokeExact(arr); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_array_dtype(MemorySegment arr) {
+        try { return (int) mlxArrayDtype.invokeExact(arr); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public long mlx_array_size(MemorySegment arr) {
+        try { return (long) mlxArraySize.invokeExact(arr); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public MemorySegment mlx_array_data_float32(MemorySegment arr) {
+        try { return (MemorySegment) mlxArrayDataFloat32.invokeExact(arr); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public MemorySegment mlx_array_data_uint32(MemorySegment arr) {
+        try { return (MemorySegment) mlxArrayDataUint32.invokeExact(arr); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public MemorySegment mlx_array_data_int32(MemorySegment arr) {
+        try { return (MemorySegment) mlxArrayDataInt32.invokeExact(arr); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    // ---- ops.h
+
+    public int mlx_add(MemorySegment res, MemorySegment a, MemorySegment b, MemorySegment s) {
+        try { return (int) mlxAdd.invokeExact(res, a, b, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_subtract(MemorySegment res, MemorySegment a, MemorySegment b, MemorySegment s) {
+        try { return (int) mlxSubtract.invokeExact(res, a, b, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_multiply(MemorySegment res, MemorySegment a, MemorySegment b, MemorySegment s) {
+        try { return (int) mlxMultiply.invokeExact(res, a, b, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_matmul(MemorySegment res, MemorySegment a, MemorySegment b, MemorySegment s) {
+        try { return (int) mlxMatmul.invokeExact(res, a, b, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_quantized_matmul(MemorySegment res, MemorySegment x, MemorySegment w, MemorySegment scales,
+                                    MemorySegment biases, boolean transpose, MemorySegment groupSize,
+                                    MemorySegment bits, MemorySegment mode, MemorySegment s) {
+        try {
+            return (int) mlxQuantizedMatmul.invokeExact(res, x, w, scales, biases, transpose, groupSize, bits, mode,
+                    s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_dequantize(MemorySegment res, MemorySegment w, MemorySegment scales, MemorySegment biases,
+                              MemorySegment groupSize, MemorySegment bits, MemorySegment mode,
+                              MemorySegment globalScale, MemorySegment dtype, MemorySegment s) {
+        try {
+            return (int) mlxDequantize.invokeExact(res, w, scales, biases, groupSize, bits, mode, globalScale, dtype,
+                    s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_sigmoid(MemorySegment res, MemorySegment a, MemorySegment s) {
+        try { return (int) mlxSigmoid.invokeExact(res, a, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_reshape(MemorySegment res, MemorySegment a, MemorySegment shape, long shapeNum, MemorySegment s) {
+        try { return (int) mlxReshape.invokeExact(res, a, shape, shapeNum, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_transpose_axes(MemorySegment res, MemorySegment a, MemorySegment axes, long axesNum,
+                                  MemorySegment s) {
+        try { return (int) mlxTransposeAxes.invokeExact(res, a, axes, axesNum, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_slice(MemorySegment res, MemorySegment a, MemorySegment start, long startNum, MemorySegment stop,
+                         long stopNum, MemorySegment strides, long stridesNum, MemorySegment s) {
+        try {
+            return (int) mlxSlice.invokeExact(res, a, start, startNum, stop, stopNum, strides, stridesNum, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_slice_update(MemorySegment res, MemorySegment src, MemorySegment update, MemorySegment start,
+                                long startNum, MemorySegment stop, long stopNum, MemorySegment strides,
+                                long stridesNum, MemorySegment s) {
+        try {
+            return (int) mlxSliceUpdate.invokeExact(res, src, update, start, startNum, stop, stopNum, strides,
+                    stridesNum, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_concatenate_axis(MemorySegment res, MemorySegment arrays, int axis, MemorySegment s) {
+        try { return (int) mlxConcatenateAxis.invokeExact(res, arrays, axis, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_stack(MemorySegment res, MemorySegment arrays, MemorySegment s) {
+        try { return (int) mlxStack.invokeExact(res, arrays, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_take_axis(MemorySegment res, MemorySegment a, MemorySegment indices, int axis, MemorySegment s) {
+        try { return (int) mlxTakeAxis.invokeExact(res, a, indices, axis, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_astype(MemorySegment res, MemorySegment a, int dtype, MemorySegment s) {
+        try { return (int) mlxAstype.invokeExact(res, a, dtype, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_contiguous(MemorySegment res, MemorySegment a, boolean allowColMajor, MemorySegment s) {
+        try { return (int) mlxContiguous.invokeExact(res, a, allowColMajor, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_zeros(MemorySegment res, MemorySegment shape, long shapeNum, int dtype, MemorySegment s) {
+        try { return (int) mlxZeros.invokeExact(res, shape, shapeNum, dtype, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_logsumexp_axis(MemorySegment res, MemorySegment a, int axis, boolean keepdims, MemorySegment s) {
+        try { return (int) mlxLogsumexpAxis.invokeExact(res, a, axis, keepdims, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_argmax_axis(MemorySegment res, MemorySegment a, int axis, boolean keepdims, MemorySegment s) {
+        try { return (int) mlxArgmaxAxis.invokeExact(res, a, axis, keepdims, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    // ---- fast.h
+
+    public int mlx_fast_rms_norm(MemorySegment res, MemorySegment x, MemorySegment weight, float eps,
+                                 MemorySegment s) {
+        try { return (int) mlxFastRmsNorm.invokeExact(res, x, weight, eps, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_fast_scaled_dot_product_attention(MemorySegment res, MemorySegment queries, MemorySegment keys,
+                                                     MemorySegment values, float scale, MemorySegment maskMode,
+                                                     MemorySegment maskArr, MemorySegment sinks, MemorySegment s) {
+        try {
+            return (int) mlxFastScaledDotProductAttention.invokeExact(res, queries, keys, values, scale, maskMode,
+                    maskArr, sinks, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+}

@@ -1,0 +1,182 @@
+package org.mtporacle.mlx.handle;
+
+import org.mtporacle.api.MtpException;
+import org.mtporacle.mlx.ffi.MlxC;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * mlx-c loaded once per process: finds the library, installs a non-exiting error handler before any other call
+ * (mlx-c's default handler exits the process), then checks the pinned version. Every later native call runs on the
+ * one {@link MlxThread} this library owns.
+ */
+public final class MlxLibrary {
+    /** The MLX version family mlx-c 0.6.x pins; the bindings were written against mlx-c 0.6.0 / MLX 0.31.1. */
+    public static final String PINNED_MLX = "0.31.";
+
+    private static final Object LOCK = new Object();
+    private static MlxLibrary loaded;
+    private static Path loadedFrom;
+
+    private final MlxC c;
+    private final Path path;
+    private final String version;
+    private final MlxThread thread;
+    private final ThreadLocal<String> lastError = new ThreadLocal<>();
+    @SuppressWarnings("unused") // keeps the upcall stub alive for the life of the process
+    private MemorySegment handlerStub;
+
+    private MlxLibrary(MlxC c, Path path) {
+        this.c = c;
+        this.path = path;
+        this.thread = new MlxThread();
+        installErrorHandler();
+        this.version = thread.call(this::readVersion);
+    }
+
+    /**
+     * The library at the first existing candidate, loading it on first use; later calls return the same library.
+     *
+     * @throws MtpException UNAVAILABLE with the reason and how to fix it
+     */
+    public static MlxLibrary load(MlxDiscovery discovery) {
+        synchronized (LOCK) {
+            if (loaded != null) {
+                return loaded;
+            }
+            Path p = discovery.locate();
+            SymbolLookup lookup;
+            MlxC bound;
+            try {
+                lookup = SymbolLookup.libraryLookup(p, Arena.global());
+                bound = new MlxC(lookup);
+            } catch (IllegalArgumentException | java.util.NoSuchElementException | UnsatisfiedLinkError e) {
+                throw new MtpException(MtpException.Kind.UNAVAILABLE, "mlx: cannot load " + p + ": " + e.getMessage()
+                        + " — set MTP_MLX_LIBRARY to an mlx-c 0.6.x libmlxc", e);
+            }
+            MlxLibrary lib = new MlxLibrary(bound, p);
+            if (!lib.version.startsWith(PINNED_MLX)) {
+                throw new MtpException(MtpException.Kind.UNAVAILABLE, "mlx: " + p + " reports MLX " + lib.version
+                        + ", these bindings need MLX " + PINNED_MLX + "x (mlx-c 0.6.x) — install mlx-c 0.6 and set "
+                        + "MTP_MLX_LIBRARY");
+            }
+            loaded = lib;
+            loadedFrom = p;
+            return lib;
+        }
+    }
+
+    /** Where the process loaded mlx-c from, or null before the first successful load. */
+    public static Path loadedPath() {
+        synchronized (LOCK) {
+            return loadedFrom;
+        }
+    }
+
+    private void installErrorHandler() {
+        try {
+            MethodHandle target = MethodHandles.lookup().bind(this, "onError", MlxC.errorHandlerType());
+            handlerStub = c.errorHandlerStub(target, Arena.global());
+            c.mlx_set_error_handler(handlerStub, MemorySegment.NULL, MemorySegment.NULL);
+        } catch (NoSuchMethodException | IllegalAccessException e) {
+            throw new IllegalStateException("mlx: cannot bind the error handler", e);
+        }
+    }
+
+    /** The upcall: records the native message; never throws (an exception escaping into native code kills the JVM). */
+    private void onError(MemorySegment msg, MemorySegment data) {
+        try {
+            String text = msg.equals(MemorySegment.NULL) ? "(no message)" : msg.reinterpret(1 << 16).getString(0);
+            lastError.set(text);
+        } catch (Throwable t) {
+            try {
+                lastError.set("(unreadable native error message)");
+            } catch (Throwable ignored) {
+                // nothing else is safe here
+            }
+        }
+    }
+
+    private String readVersion() {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment str = c.mlx_string_new(a);
+            check("mlx_version", c.mlx_version(str));
+            String v = c.mlx_string_data(str).reinterpret(256).getString(0);
+            c.mlx_string_free(str);
+            return v;
+        }
+    }
+
+    /** Throws BACKEND_FAILURE {@code name failed (status s): native text} when {@code status != 0}. */
+    public void check(String name, int status) {
+        if (status != 0) {
+            String text = lastError.get();
+            lastError.remove();
+            throw new MtpException(MtpException.Kind.BACKEND_FAILURE, name + " failed (status " + status + "): "
+                    + (text == null ? "(no native message)" : text.strip()));
+        }
+    }
+
+    /** The raw bindings (for {@code …mlx.handle} only). */
+    MlxC c() {
+        return c;
+    }
+
+    public String version() {
+        return version;
+    }
+
+    public Path path() {
+        return path;
+    }
+
+    /** The thread every native call of this library runs on. */
+    public MlxThread thread() {
+        return thread;
+    }
+
+    /** Whether the library has a GPU device (Metal or CUDA). */
+    public boolean hasGpu() {
+        return thread.call(() -> {
+            try (Arena a = Arena.ofConfined()) {
+                MemorySegment res = a.allocate(ValueLayout.JAVA_BOOLEAN);
+                boolean metal = c.mlx_metal_is_available(res) == 0 && res.get(ValueLayout.JAVA_BOOLEAN, 0);
+                res.set(ValueLayout.JAVA_BOOLEAN, 0, false);
+                boolean cuda = c.mlx_cuda_is_available(res) == 0 && res.get(ValueLayout.JAVA_BOOLEAN, 0);
+                lastError.remove();
+                return metal || cuda;
+            }
+        });
+    }
+
+    /** Bytes of device memory held by live arrays ({@code mlx_get_active_memory}). */
+    public long activeMemory() {
+        return thread.call(() -> {
+            try (Arena a = Arena.ofConfined()) {
+                MemorySegment res = a.allocate(ValueLayout.JAVA_LONG);
+                check("mlx_get_active_memory", c.mlx_get_active_memory(res));
+                return res.get(ValueLayout.JAVA_LONG, 0);
+            }
+        });
+    }
+
+    /** Candidates that exist among {@code paths}, in order. */
+    static List<Path> existing(List<Path> paths) {
+        List<Path> out = new ArrayList<>();
+        for (Path p : paths) {
+            if (Files.isRegularFile(p)) {
+                out.add(p);
+            }
+        }
+        return out;
+    }
+}

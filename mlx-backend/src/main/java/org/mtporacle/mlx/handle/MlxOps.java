@@ -1,0 +1,412 @@
+package org.mtporacle.mlx.handle;
+
+import org.mtporacle.api.DType;
+import org.mtporacle.api.HostTensor;
+import org.mtporacle.api.MtpException;
+import org.mtporacle.mlx.ffi.MlxC;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * The MLX verbs this backend uses, on one stream, with every result owned by one {@link MlxScope}. Each method
+ * validates its arguments in Java (live handles, axes, bounds, buffer sizes) before the downcall, then turns a
+ * non-zero status into {@code MtpException(BACKEND_FAILURE)} carrying the native text. Confined to the MLX thread.
+ */
+public final class MlxOps {
+    private final MlxLibrary lib;
+    private final MlxC c;
+    private final MlxStream stream;
+    private final MlxScope scope;
+    private final Arena arena = Arena.ofAuto();
+    private static final MemorySegment NULL_ARRAY = nullHandle();
+
+    public MlxOps(MlxStream stream, MlxScope scope) {
+        this.lib = stream.library();
+        this.c = lib.c();
+        this.stream = stream;
+        this.scope = scope;
+    }
+
+    public MlxScope scope() {
+        return scope;
+    }
+
+    private static MemorySegment nullHandle() {
+        MemorySegment s = Arena.global().allocate(MlxC.HANDLE);
+        s.set(ValueLayout.ADDRESS, 0, MemorySegment.NULL);
+        return s;
+    }
+
+    private interface Call {
+        int run(MemorySegment res);
+    }
+
+    private MlxArray op(String name, Call call) {
+        MlxArray res = MlxArray.empty(lib);
+        int status;
+        try {
+            status = call.run(res.handle());
+        } catch (RuntimeException e) {
+            res.close();
+            throw e;
+        }
+        if (status != 0) {
+            res.close();
+            lib.check(name, status);
+        }
+        return scope.track(res);
+    }
+
+    private MemorySegment s() {
+        return stream.handle();
+    }
+
+    private MemorySegment ints(int... v) {
+        return v.length == 0 ? arena.allocate(4) : arena.allocateFrom(ValueLayout.JAVA_INT, v);
+    }
+
+    private static int axis(String op, MlxArray a, int axis) {
+        int r = a.rank();
+        int ax = axis < 0 ? axis + r : axis;
+        if (ax < 0 || ax >= r) {
+            throw MtpException.invalidArgument(op + ": axis " + axis + " outside rank " + r);
+        }
+        return ax;
+    }
+
+    // ---- host → device
+
+    /** A copy of {@code t} on the device in its own dtype (F32, F16, BF16, I32 or U32). */
+    public MlxArray fromHost(HostTensor t) {
+        int dtype = switch (t.dtype()) {
+            case F32 -> MlxC.MLX_FLOAT32;
+            case F16 -> MlxC.MLX_FLOAT16;
+            case BF16 -> MlxC.MLX_BFLOAT16;
+            case I32 -> MlxC.MLX_INT32;
+            case U32 -> MlxC.MLX_UINT32;
+            default -> throw MtpException.invalidArgument("mlx: cannot upload dtype " + t.dtype());
+        };
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment data = t.copyTo(a);
+            return newData(data, t.shape(), dtype, t.dtype().byteSize());
+        }
+    }
+
+    /** A copy of {@code values} shaped {@code shape} as f32. */
+    public MlxArray fromFloats(float[] values, int... shape) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment data = values.length == 0 ? a.allocate(4) : a.allocateFrom(ValueLayout.JAVA_FLOAT, values);
+            return newData(data, shape, MlxC.MLX_FLOAT32, 4, values.length);
+        }
+    }
+
+    /** A copy of {@code values} shaped {@code shape} as int32. */
+    public MlxArray fromInts(int[] values, int... shape) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment data = values.length == 0 ? a.allocate(4) : a.allocateFrom(ValueLayout.JAVA_INT, values);
+            return newData(data, shape, MlxC.MLX_INT32, 4, values.length);
+        }
+    }
+
+    /** A copy of {@code values} shaped {@code shape} as bool. */
+    public MlxArray fromBools(boolean[] values, int... shape) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment data = a.allocate(Math.max(1, values.length));
+            for (int i = 0; i < values.length; i++) {
+                data.set(ValueLayout.JAVA_BYTE, i, (byte) (values[i] ? 1 : 0));
+            }
+            return newData(data, shape, MlxC.MLX_BOOL, 1, values.length);
+        }
+    }
+
+    private MlxArray newData(MemorySegment data, int[] shape, int dtype, int elementBytes) {
+        long n = 1;
+        for (int d : shape) {
+            n *= d;
+        }
+        return newData(data, shape, dtype, elementBytes, n);
+    }
+
+    private MlxArray newData(MemorySegment data, int[] shape, int dtype, int elementBytes, long count) {
+        long n = 1;
+        for (int d : shape) {
+            if (d < 0) {
+                throw MtpException.invalidArgument("mlx: negative dimension in shape " + Arrays.toString(shape));
+            }
+            n *= d;
+        }
+        if (n != count || data.byteSize() < n * elementBytes) {
+            throw MtpException.invalidArgument("mlx: " + count + " host values (" + data.byteSize()
+                    + " bytes) do not fill shape " + Arrays.toString(shape));
+        }
+        MemorySegment h = c.mlx_array_new_data(Arena.ofAuto(), data, ints(shape), shape.length, dtype);
+        MlxArray a = new MlxArray(lib, h);
+        if (h.get(ValueLayout.ADDRESS, 0).equals(MemorySegment.NULL)) {
+            lib.check("mlx_array_new_data", 1);
+        }
+        return scope.track(a);
+    }
+
+    /** Zeros of {@code shape} and {@code dtype}. */
+    public MlxArray zeros(int dtype, int... shape) {
+        for (int d : shape) {
+            if (d < 0) {
+                throw MtpException.invalidArgument("mlx_zeros: negative dimension in " + Arrays.toString(shape));
+            }
+        }
+        return op("mlx_zeros", r -> c.mlx_zeros(r, ints(shape), shape.length, dtype, s()));
+    }
+
+    // ---- device → host
+
+    /** Evaluates {@code a} (its pending graph). */
+    public void eval(MlxArray a) {
+        lib.check("mlx_array_eval", c.mlx_array_eval(a.handle()));
+    }
+
+    /** {@code a} widened to f32 on the host (bf16/f16 → f32 is exact). Evaluates and makes contiguous first. */
+    public float[] toFloats(MlxArray a) {
+        MlxArray f = contiguous(a.dtype() == MlxC.MLX_FLOAT32 ? a : astype(a, MlxC.MLX_FLOAT32));
+        eval(f);
+        long n = c.mlx_array_size(f.handle());
+        MemorySegment p = c.mlx_array_data_float32(f.handle());
+        if (n > 0 && p.equals(MemorySegment.NULL)) {
+            lib.check("mlx_array_data_float32", 1);
+        }
+        return n == 0 ? new float[0] : p.reinterpret(4 * n).toArray(ValueLayout.JAVA_FLOAT);
+    }
+
+    /** {@code a} as int32 on the host. Evaluates and makes contiguous first. */
+    public int[] toInts(MlxArray a) {
+        MlxArray f = contiguous(a.dtype() == MlxC.MLX_INT32 ? a : astype(a, MlxC.MLX_INT32));
+        eval(f);
+        long n = c.mlx_array_size(f.handle());
+        MemorySegment p = c.mlx_array_data_int32(f.handle());
+        if (n > 0 && p.equals(MemorySegment.NULL)) {
+            lib.check("mlx_array_data_int32", 1);
+        }
+        return n == 0 ? new int[0] : p.reinterpret(4 * n).toArray(ValueLayout.JAVA_INT);
+    }
+
+    /** {@code a} on the host as a tensor of {@code dtype} (F32 or BF16; values are exact widenings). */
+    public HostTensor toHost(MlxArray a, DType dtype) {
+        float[] v = toFloats(a);
+        return dtype == DType.F32 ? HostTensor.ofFloats(v, a.shape()) : HostTensor.ofFloats(dtype, v, a.shape());
+    }
+
+    // ---- elementwise
+
+    public MlxArray add(MlxArray a, MlxArray b) {
+        return op("mlx_add", r -> c.mlx_add(r, a.handle(), b.handle(), s()));
+    }
+
+    public MlxArray subtract(MlxArray a, MlxArray b) {
+        return op("mlx_subtract", r -> c.mlx_subtract(r, a.handle(), b.handle(), s()));
+    }
+
+    public MlxArray multiply(MlxArray a, MlxArray b) {
+        return op("mlx_multiply", r -> c.mlx_multiply(r, a.handle(), b.handle(), s()));
+    }
+
+    public MlxArray sigmoid(MlxArray a) {
+        return op("mlx_sigmoid", r -> c.mlx_sigmoid(r, a.handle(), s()));
+    }
+
+    public MlxArray astype(MlxArray a, int dtype) {
+        return op("mlx_astype", r -> c.mlx_astype(r, a.handle(), dtype, s()));
+    }
+
+    public MlxArray contiguous(MlxArray a) {
+        return op("mlx_contiguous", r -> c.mlx_contiguous(r, a.handle(), false, s()));
+    }
+
+    // ---- linear algebra
+
+    /** {@code a · b}; shape errors come back from MLX as BACKEND_FAILURE. */
+    public MlxArray matmul(MlxArray a, MlxArray b) {
+        return op("mlx_matmul", r -> c.mlx_matmul(r, a.handle(), b.handle(), s()));
+    }
+
+    /** {@code x · dequantize(w)ᵀ} for MLX affine weights (spec §2). */
+    public MlxArray quantizedMatmul(MlxArray x, MlxArray w, MlxArray scales, MlxArray biases, int groupSize,
+                                    int bits) {
+        checkQuant(groupSize, bits);
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment g = optionalInt(a, groupSize);
+            MemorySegment b = optionalInt(a, bits);
+            MemorySegment mode = a.allocateFrom("affine");
+            return op("mlx_quantized_matmul", r -> c.mlx_quantized_matmul(r, x.handle(), w.handle(),
+                    scales.handle(), biases == null ? NULL_ARRAY : biases.handle(), true, g, b, mode, s()));
+        }
+    }
+
+    /** The affine weights {@code w} dequantized (spec §2), in the scales' dtype. */
+    public MlxArray dequantize(MlxArray w, MlxArray scales, MlxArray biases, int groupSize, int bits) {
+        checkQuant(groupSize, bits);
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment g = optionalInt(a, groupSize);
+            MemorySegment b = optionalInt(a, bits);
+            MemorySegment none = a.allocate(MlxC.OPTIONAL_INT); // has_value = false
+            MemorySegment mode = a.allocateFrom("affine");
+            return op("mlx_dequantize", r -> c.mlx_dequantize(r, w.handle(), scales.handle(),
+                    biases == null ? NULL_ARRAY : biases.handle(), g, b, mode, NULL_ARRAY, none, s()));
+        }
+    }
+
+    private static void checkQuant(int groupSize, int bits) {
+        if (groupSize != 32 && groupSize != 64 && groupSize != 128) {
+            throw MtpException.invalidArgument("mlx: group size " + groupSize + " not in {32, 64, 128}");
+        }
+        if (bits < 2 || bits > 8 || bits == 7) {
+            throw MtpException.invalidArgument("mlx: bits " + bits + " not in {2, 3, 4, 5, 6, 8}");
+        }
+    }
+
+    private static MemorySegment optionalInt(Arena a, int v) {
+        MemorySegment o = a.allocate(MlxC.OPTIONAL_INT);
+        o.set(ValueLayout.JAVA_INT, 0, v);
+        o.set(ValueLayout.JAVA_BOOLEAN, 4, true);
+        return o;
+    }
+
+    // ---- shape
+
+    public MlxArray reshape(MlxArray a, int... shape) {
+        long n = 1;
+        for (int d : shape) {
+            if (d < 0) {
+                throw MtpException.invalidArgument("mlx_reshape: negative dimension in " + Arrays.toString(shape));
+            }
+            n *= d;
+        }
+        long have = 1;
+        for (int d : a.shape()) {
+            have *= d;
+        }
+        if (n != have) {
+            throw MtpException.invalidArgument("mlx_reshape: " + Arrays.toString(a.shape()) + " cannot become "
+                    + Arrays.toString(shape));
+        }
+        return op("mlx_reshape", r -> c.mlx_reshape(r, a.handle(), ints(shape), shape.length, s()));
+    }
+
+    public MlxArray transpose(MlxArray a, int... axes) {
+        int rank = a.rank();
+        boolean[] seen = new boolean[rank];
+        if (axes.length != rank) {
+            throw MtpException.invalidArgument("mlx_transpose_axes: " + axes.length + " axes for rank " + rank);
+        }
+        for (int x : axes) {
+            if (x < 0 || x >= rank || seen[x]) {
+                throw MtpException.invalidArgument("mlx_transpose_axes: bad permutation " + Arrays.toString(axes));
+            }
+            seen[x] = true;
+        }
+        return op("mlx_transpose_axes", r -> c.mlx_transpose_axes(r, a.handle(), ints(axes), axes.length, s()));
+    }
+
+    /** {@code a[start:stop]} per axis, stride 1. */
+    public MlxArray slice(MlxArray a, int[] start, int[] stop) {
+        checkBounds("mlx_slice", a.shape(), start, stop);
+        int[] strides = new int[start.length];
+        Arrays.fill(strides, 1);
+        return op("mlx_slice", r -> c.mlx_slice(r, a.handle(), ints(start), start.length, ints(stop), stop.length,
+                ints(strides), strides.length, s()));
+    }
+
+    /** {@code src} with {@code src[start:stop] = update}. */
+    public MlxArray sliceUpdate(MlxArray src, MlxArray update, int[] start, int[] stop) {
+        int[] shape = src.shape();
+        checkBounds("mlx_slice_update", shape, start, stop);
+        int[] u = update.shape();
+        for (int i = 0; i < start.length; i++) {
+            if (u.length != start.length || u[i] != stop[i] - start[i]) {
+                throw MtpException.invalidArgument("mlx_slice_update: update " + Arrays.toString(u)
+                        + " does not fill " + Arrays.toString(start) + ".." + Arrays.toString(stop));
+            }
+        }
+        int[] strides = new int[start.length];
+        Arrays.fill(strides, 1);
+        return op("mlx_slice_update", r -> c.mlx_slice_update(r, src.handle(), update.handle(), ints(start),
+                start.length, ints(stop), stop.length, ints(strides), strides.length, s()));
+    }
+
+    private static void checkBounds(String op, int[] shape, int[] start, int[] stop) {
+        if (start.length != shape.length || stop.length != shape.length) {
+            throw MtpException.invalidArgument(op + ": bounds rank does not match " + Arrays.toString(shape));
+        }
+        for (int i = 0; i < shape.length; i++) {
+            if (start[i] < 0 || stop[i] < start[i] || stop[i] > shape[i]) {
+                throw MtpException.invalidArgument(op + ": bounds " + Arrays.toString(start) + ".."
+                        + Arrays.toString(stop) + " outside " + Arrays.toString(shape));
+            }
+        }
+    }
+
+    public MlxArray concatenate(List<MlxArray> arrays, int axis) {
+        if (arrays.isEmpty()) {
+            throw MtpException.invalidArgument("mlx_concatenate_axis: no arrays");
+        }
+        axis("mlx_concatenate_axis", arrays.getFirst(), axis);
+        return withVector(arrays, v -> op("mlx_concatenate_axis", r -> c.mlx_concatenate_axis(r, v, axis, s())));
+    }
+
+    public MlxArray stack(List<MlxArray> arrays) {
+        if (arrays.isEmpty()) {
+            throw MtpException.invalidArgument("mlx_stack: no arrays");
+        }
+        return withVector(arrays, v -> op("mlx_stack", r -> c.mlx_stack(r, v, s())));
+    }
+
+    private MlxArray withVector(List<MlxArray> arrays, java.util.function.Function<MemorySegment, MlxArray> f) {
+        MemorySegment v = c.mlx_vector_array_new(Arena.ofAuto());
+        try {
+            for (MlxArray a : arrays) {
+                lib.check("mlx_vector_array_append_value", c.mlx_vector_array_append_value(v, a.handle()));
+            }
+            return f.apply(v);
+        } finally {
+            c.mlx_vector_array_free(v);
+        }
+    }
+
+    /** {@code a} gathered at {@code indices} along {@code axis}. */
+    public MlxArray take(MlxArray a, MlxArray indices, int axis) {
+        int ax = axis("mlx_take_axis", a, axis);
+        return op("mlx_take_axis", r -> c.mlx_take_axis(r, a.handle(), indices.handle(), ax, s()));
+    }
+
+    // ---- reductions and fast kernels
+
+    public MlxArray logsumexp(MlxArray a, int axis, boolean keepdims) {
+        int ax = axis("mlx_logsumexp_axis", a, axis);
+        return op("mlx_logsumexp_axis", r -> c.mlx_logsumexp_axis(r, a.handle(), ax, keepdims, s()));
+    }
+
+    public MlxArray argmax(MlxArray a, int axis, boolean keepdims) {
+        int ax = axis("mlx_argmax_axis", a, axis);
+        return op("mlx_argmax_axis", r -> c.mlx_argmax_axis(r, a.handle(), ax, keepdims, s()));
+    }
+
+    /** {@code x · (mean(x²) + ε)^-½ · w} over the last axis (MLX fast rms_norm, f32 inside). */
+    public MlxArray rmsNorm(MlxArray x, MlxArray weight, float eps) {
+        if (!(eps > 0) || !Float.isFinite(eps)) {
+            throw MtpException.invalidArgument("mlx_fast_rms_norm: eps " + eps + " must be positive");
+        }
+        return op("mlx_fast_rms_norm", r -> c.mlx_fast_rms_norm(r, x.handle(), weight.handle(), eps, s()));
+    }
+
+    /** Scaled dot-product attention with a boolean mask {@code [B, 1, S, T]} (true = visible); GQA by head count. */
+    public MlxArray attention(MlxArray q, MlxArray k, MlxArray v, float scale, MlxArray mask) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment mode = a.allocateFrom(mask == null ? "" : "array");
+            return op("mlx_fast_scaled_dot_product_attention", r -> c.mlx_fast_scaled_dot_product_attention(r,
+                    q.handle(), k.handle(), v.handle(), scale, mode, mask == null ? NULL_ARRAY : mask.handle(),
+                    NULL_ARRAY, s()));
+        }
+    }
+}
