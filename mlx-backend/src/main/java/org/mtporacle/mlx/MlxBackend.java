@@ -1,12 +1,14 @@
 package org.mtporacle.mlx;
 
 import org.mtporacle.api.Availability;
+import org.mtporacle.api.BackendProfile;
 import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
 import org.mtporacle.mlx.handle.MlxDiscovery;
 import org.mtporacle.mlx.handle.MlxLibrary;
 
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
@@ -51,6 +53,13 @@ public final class MlxBackend implements MtpBackend {
         } catch (MtpException e) {
             return Availability.no(e.getMessage());
         }
+    }
+
+    /** Native precision (bf16 activations, as the seed runs) is held to {@code bf16}; f32 precision to {@code f32}. */
+    @Override
+    public List<BackendProfile> profiles() {
+        return List.of(new BackendProfile("mlx/native", Map.of("precision", "native"), "bf16"),
+                new BackendProfile("mlx/f32", Map.of("precision", "f32"), "f32"));
     }
 
     @Override
