@@ -19,7 +19,7 @@ import java.util.Map;
  * under a permissive profile, to calibrate tolerance profiles. Runs only with {@code -Dmtp.mlx.measure=true}.
  */
 class MlxNumericsMeasurement {
-    private static final Tolerance PERMISSIVE = new Tolerance("measure", 1.0, 1.0, 1.0, 1.0);
+    private static final Tolerance PERMISSIVE = new Tolerance("measure", 1.0, 1.0, 1.0);
 
     @ParameterizedTest(name = "{0} precision={1} stochasticRate={3}")
     @CsvSource({

@@ -228,8 +228,8 @@ public final class Lockstep {
                         var sampler = args.sampling().row(row);
                         long step = args.steps()[row] + pos;
                         double gap = sampler.isGreedy() ? NearTie.logProbGap(lp, off, ours, their)
-                                : NearTie.massGap(lp, off, vocab, sampler, step, their);
-                        double bound = sampler.isGreedy() ? tolerance.tokenGap() : tolerance.massGap();
+                                : NearTie.seededGap(lp, off, vocab, sampler, step, their);
+                        double bound = tolerance.tokenGap();
                         if (gap <= bound && divergence == null) {
                             nearTies++;
                             maxGap = Math.max(maxGap, gap);
@@ -242,14 +242,14 @@ public final class Lockstep {
                             det.put("referenceLogprob", lp[off + ours]);
                             det.put("backendTokenLogprob", lp[off + their]);
                             det.put("gap", gap);
-                            det.put("gapUnit", sampler.isGreedy() ? "log-prob" : "probability mass");
+                            det.put("gapUnit", sampler.isGreedy() ? "log-prob" : "log-prob (2 x perturbation)");
                             det.put("tolerance", bound);
                             det.put("sampler", sampler.toString());
                             det.put("step", step);
                             diverge(Category.DRAFT_TOKEN, String.format(
                                     "row %d position %d: backend drafted %d, reference %d (log-probs %.5f vs %.5f, "
-                                            + "gap %.3g > %.3g %s)", row, pos, their, ours, lp[off + their],
-                                    lp[off + ours], gap, bound, sampler.isGreedy() ? "log-prob" : "mass"), det);
+                                            + "gap %.3g > %.3g, %s)", row, pos, their, ours, lp[off + their],
+                                    lp[off + ours], gap, bound, sampler.isGreedy() ? "greedy" : "seeded"), det);
                         }
                         return their;
                     }));

@@ -2,50 +2,130 @@ package org.mtporacle.conformance.lockstep;
 
 import org.mtporacle.api.RowSampler;
 import org.mtporacle.reference.sampling.DraftSampler;
-import org.mtporacle.reference.sampling.MlxCpuMath;
 import org.mtporacle.reference.sampling.MlxRandom;
 
-/** How far the reference was from choosing another token, in the units {@link Tolerance} bounds. */
-final class NearTie {
+import java.util.Arrays;
+
+/**
+ * How far the reference was from choosing another token, in log-prob units, so that one bound
+ * ({@link Tolerance#tokenGap()}) serves greedy and seeded rows alike (conformance/SPEC.md, "Lockstep comparison").
+ */
+public final class NearTie {
+    private static final double MAX_EPS = 8.0;
+    private static final int SEARCH_STEPS = 40;
+
     private NearTie() {
     }
 
     /** Greedy: {@code lp[ours] − lp[theirs]} (≥ 0 when ours is the argmax). */
-    static double logProbGap(float[] lp, int off, int ours, int theirs) {
+    public static double logProbGap(float[] lp, int off, int ours, int theirs) {
         return (double) lp[off + ours] - lp[off + theirs];
     }
 
     /**
-     * Seeded: the distance, in probability mass, from the reference's uniform draw {@code u·S} to the interval
-     * {@code [c_j, c_j + w_j)} of the backend's token {@code j} in the inverse CDF of the filtered logits; infinite
-     * when the token was filtered out.
+     * Seeded: {@code 2ε}, where {@code ε} is the smallest per-token log-prob perturbation of the reference's row under
+     * which the reference's own draw (same uniform, same top-k/top-p/temperature pipeline) could pick {@code theirs};
+     * infinite when none up to 8 does. For a greedy row the same construction gives {@code lp[ours] − lp[theirs]},
+     * hence the factor 2.
      */
-    static double massGap(float[] lp, int off, int vocab, RowSampler sampler, long step, int theirs) {
-        float[] x = DraftSampler.filteredLogits(lp, off, vocab, sampler);
-        if (x[theirs] == Float.NEGATIVE_INFINITY) {
+    public static double seededGap(float[] lp, int off, int vocab, RowSampler sampler, long step, int theirs) {
+        double u = MlxRandom.uniform(MlxRandom.key(DraftSampler.stepKey(sampler.seed(), step)), 1)[0];
+        float[] row = Arrays.copyOfRange(lp, off, off + vocab);
+        boolean[] kept = keptByReference(lp, off, vocab, sampler);
+        if (!consistent(row, kept, sampler, u, theirs, MAX_EPS)) {
             return Double.POSITIVE_INFINITY;
         }
-        float m = Float.NEGATIVE_INFINITY;
-        for (float v : x) {
-            m = Math.max(m, v);
+        double lo = 0;
+        double hi = MAX_EPS;
+        for (int i = 0; i < SEARCH_STEPS; i++) {
+            double mid = (lo + hi) / 2;
+            if (consistent(row, kept, sampler, u, theirs, mid)) {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
         }
-        double before = 0;
-        double total = 0;
-        double wj = 0;
+        return 2 * hi;
+    }
+
+    private static boolean[] keptByReference(float[] lp, int off, int vocab, RowSampler sampler) {
+        float[] x = DraftSampler.filteredLogits(lp, off, vocab, sampler);
+        boolean[] kept = new boolean[vocab];
         for (int i = 0; i < vocab; i++) {
-            double w = MlxCpuMath.exp(x[i] - m);
-            if (i < theirs) {
-                before += w;
-            }
-            if (i == theirs) {
-                wj = w;
-            }
-            total += w;
+            kept[i] = x[i] != Float.NEGATIVE_INFINITY;
         }
-        double u = MlxRandom.uniform(MlxRandom.key(DraftSampler.stepKey(sampler.seed(), step)), 1)[0] * total;
-        double lo = before;
-        double hi = before + wj;
-        double dist = u < lo ? lo - u : u >= hi ? u - hi : 0;
-        return dist / total;
+        return kept;
+    }
+
+    /**
+     * Whether some perturbation of every log-prob by at most {@code eps} lets the inverse-CDF draw with uniform
+     * {@code u} pick {@code j}: tokens whose top-k/top-p decision could flip count as absent in the lower bounds and
+     * present in the upper bounds; weights scale by {@code e^(±eps/T)}; {@code j} is picked iff
+     * {@code C_j ≤ u·S < C_j + w_j}, which some (L, R) in the perturbation box satisfies iff
+     * {@code (1−u)(L⁺ + w_j⁺) > u·R⁻} and {@code (1−u)L⁻ − u·w_j⁺ ≤ u·R⁺}.
+     */
+    static boolean consistent(float[] lp, boolean[] kept, RowSampler s, double u, int j, double eps) {
+        int v = lp.length;
+        boolean[] unsure = boundaryTokens(lp, kept, s, eps);
+        if (!kept[j] && !unsure[j]) {
+            return false;
+        }
+        double m = Double.NEGATIVE_INFINITY;
+        for (int i = 0; i < v; i++) {
+            if (kept[i] || unsure[i]) {
+                m = Math.max(m, lp[i]);
+            }
+        }
+        double f = Math.exp(eps / s.temperature());
+        double wj = Math.exp((lp[j] - m) / s.temperature()) * f;
+        double lMin = 0;
+        double lMax = 0;
+        double rMin = 0;
+        double rMax = 0;
+        for (int i = 0; i < v; i++) {
+            if (i == j || !(kept[i] || unsure[i])) {
+                continue;
+            }
+            double w = Math.exp((lp[i] - m) / s.temperature());
+            boolean certain = kept[i] && !unsure[i];
+            if (i < j) {
+                lMin += certain ? w / f : 0;
+                lMax += w * f;
+            } else {
+                rMin += certain ? w / f : 0;
+                rMax += w * f;
+            }
+        }
+        return (1 - u) * (lMax + wj) > u * rMin && (1 - u) * lMin - u * wj <= u * rMax;
+    }
+
+    /** Tokens whose top-k or top-p decision a perturbation of at most {@code eps} per log-prob could flip. */
+    private static boolean[] boundaryTokens(float[] lp, boolean[] kept, RowSampler s, double eps) {
+        int v = lp.length;
+        boolean[] unsure = new boolean[v];
+        if (s.topK() > 0 && s.topK() < v) {
+            float[] sorted = lp.clone();
+            Arrays.sort(sorted);
+            double kth = sorted[v - s.topK()];
+            double next = sorted[v - s.topK() - 1];
+            for (int i = 0; i < v; i++) {
+                unsure[i] |= kept[i] ? lp[i] <= next + 2 * eps : lp[i] >= kth - 2 * eps;
+            }
+        }
+        if (s.topP() > 0 && s.topP() < 1) {
+            Integer[] order = new Integer[v];
+            for (int i = 0; i < v; i++) {
+                order[i] = i;
+            }
+            Arrays.sort(order, (a, b) -> Float.compare(lp[a], lp[b]));
+            double theta = 1 - s.topP();
+            double cum = 0;
+            double grow = Math.exp(2 * eps);
+            for (int i : order) {
+                cum += Math.exp(lp[i]);
+                unsure[i] |= cum / grow <= theta && theta < cum * grow;
+            }
+        }
+        return unsure;
     }
 }
