@@ -6,12 +6,12 @@ import org.mtporacle.reference.sampling.MlxCpuMath;
 import org.mtporacle.reference.sampling.MlxRandom;
 
 /** How far the reference was from choosing another token, in the units {@link Tolerance} bounds. */
-final class NearTie {
+public final class NearTie {
     private NearTie() {
     }
 
     /** Greedy: {@code lp[ours] − lp[theirs]} (≥ 0 when ours is the argmax). */
-    static double logProbGap(float[] lp, int off, int ours, int theirs) {
+    public static double logProbGap(float[] lp, int off, int ours, int theirs) {
         return (double) lp[off + ours] - lp[off + theirs];
     }
 
@@ -20,7 +20,7 @@ final class NearTie {
      * {@code [c_j, c_j + w_j)} of the backend's token {@code j} in the inverse CDF of the filtered logits; infinite
      * when the token was filtered out.
      */
-    static double massGap(float[] lp, int off, int vocab, RowSampler sampler, long step, int theirs) {
+    public static double massGap(float[] lp, int off, int vocab, RowSampler sampler, long step, int theirs) {
         float[] x = DraftSampler.filteredLogits(lp, off, vocab, sampler);
         if (x[theirs] == Float.NEGATIVE_INFINITY) {
             return Double.POSITIVE_INFINITY;
