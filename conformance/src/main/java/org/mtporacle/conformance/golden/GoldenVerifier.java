@@ -374,7 +374,7 @@ public final class GoldenVerifier {
             if (gap <= bound) {
                 nearTies++;
             } else {
-                find(ref, tokenMessage(row, pos, golden, ours, lp, off, gap, bound, sampler));
+                find(ref, tokenMessage(row, pos, ours, golden, lp, off, gap, bound, sampler));
                 return;
             }
         }
