@@ -44,8 +44,11 @@ final class FixtureCommand implements Callable<Integer> {
     @Option(names = "--list", description = "List the presets and the named fixture recipes, then exit.")
     boolean list;
 
+    @Option(names = "--quiet", description = "No progress line.")
+    boolean quiet;
+
     @Override
-    public Integer call() {
+    public Integer call() throws Exception {
         if (list) {
             System.out.println("presets:");
             for (FixtureModels.Preset p : FixtureModels.PRESETS) {
@@ -73,9 +76,12 @@ final class FixtureCommand implements Callable<Integer> {
             default -> throw MtpException.invalidArgument("--dtype " + dtype + ", expected bf16, f16 or f32");
         };
         long start = System.nanoTime();
-        System.err.println("writing " + preset + " (" + l.name().toLowerCase() + ", " + t
-                + (bits == 0 ? "" : ", " + bits + "-bit group " + groupSize) + ") to " + out + " ...");
-        Path dir = FixtureModels.write(preset, seed, out, l, t, bits, bits == 0 ? 0 : groupSize);
+        Path dir;
+        try (AutoCloseable ticker = new ProgressLine(quiet).ticker("writing " + preset + " (" + l.name()
+                .toLowerCase() + ", " + t + (bits == 0 ? "" : ", " + bits + "-bit group " + groupSize) + ") to "
+                + out)) {
+            dir = FixtureModels.write(preset, seed, out, l, t, bits, bits == 0 ? 0 : groupSize);
+        }
         System.out.printf("wrote %s in %.1f s%n", dir, (System.nanoTime() - start) / 1e9);
         return MtpCommand.EXIT_OK;
     }

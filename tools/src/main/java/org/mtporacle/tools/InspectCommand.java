@@ -1,34 +1,189 @@
 package org.mtporacle.tools;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.MtpException;
+import org.mtporacle.api.RowCheckpoint;
+import org.mtporacle.conformance.chain.Action;
+import org.mtporacle.conformance.golden.CheckpointDigest;
+import org.mtporacle.conformance.golden.GoldenFiles;
+import org.mtporacle.conformance.golden.GoldenTrace;
+import org.mtporacle.conformance.trace.ChainTrace;
+import org.mtporacle.conformance.trace.TraceFiles;
+import org.mtporacle.io.CheckpointFiles;
 import org.mtporacle.io.ModelInspector;
+import org.mtporacle.io.SafetensorsFile;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.Callable;
 
-/** {@code mtp inspect PATH}: what a model directory or safetensors file holds. */
+/** {@code mtp inspect PATH}: what a model, safetensors file, checkpoint file, chain trace or golden trace holds. */
 @Command(name = "inspect", mixinStandardHelpOptions = true,
-        description = {"Show what a model directory or .safetensors file holds: layout, dtypes, shapes, parameter "
-                + "counts, quantization, norm convention and warnings.",
+        description = {"Show what a file holds, detecting its kind: a model directory or .safetensors file (layout, "
+                + "dtypes, shapes, parameter counts, quantization, norms, warnings), a row checkpoint file (schema, P, "
+                + "draftOffset, identity, tensors, digest), a chain trace (fixture, backend, actions, divergence) or "
+                + "a golden trace (model, options, steps, checksum status).",
                 "A malformed file exits 3 with one line naming the file and what is wrong."})
 final class InspectCommand implements Callable<Integer> {
-    @Parameters(paramLabel = "PATH", description = "A model directory or a .safetensors file.")
+    private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+
+    @Parameters(paramLabel = "PATH", description = "A model directory, .safetensors file, checkpoint file, chain "
+            + "trace or golden trace.")
     Path path;
 
     @Option(names = "--json", description = "Print JSON instead of text.")
     boolean json;
 
     @Override
-    public Integer call() {
+    public Integer call() throws Exception {
         if (!Files.exists(path)) {
             throw MtpException.invalidArgument(path + " does not exist");
         }
-        ModelInspector.Report r = ModelInspector.inspect(path);
-        System.out.print(json ? r.toJson() + "\n" : r.toText());
+        Map<String, Object> summary = null;
+        if (Files.isRegularFile(path) && path.toString().endsWith(".json")) {
+            String format = GoldenFiles.parse(path, "inspect " + path).path("format").asText("");
+            summary = switch (format) {
+                case GoldenTrace.FORMAT -> golden(path);
+                case ChainTrace.FORMAT -> chain(TraceFiles.read(path));
+                default -> throw MtpException.malformedFile("inspect " + path + ": JSON with format '" + format
+                        + "', expected a chain trace (" + ChainTrace.FORMAT + ") or a golden trace ("
+                        + GoldenTrace.FORMAT + ")");
+            };
+        } else if (Files.isRegularFile(path) && isCheckpoint(path)) {
+            summary = checkpoint(CheckpointFiles.read(path));
+        }
+        if (summary == null) {
+            ModelInspector.Report r = ModelInspector.inspect(path);
+            System.out.print(json ? r.toJson() + "\n" : r.toText());
+        } else if (json) {
+            System.out.println(JSON.writeValueAsString(summary));
+        } else {
+            print(summary, "");
+        }
         return MtpCommand.EXIT_OK;
+    }
+
+    private static boolean isCheckpoint(Path file) {
+        try (SafetensorsFile f = SafetensorsFile.open(file)) {
+            return CheckpointFiles.FORMAT.equals(f.metadata().get("format"));
+        } catch (MtpException e) {
+            return false; // not safetensors; the model inspector reports it
+        }
+    }
+
+    private static Map<String, Object> checkpoint(RowCheckpoint cp) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("kind", "checkpoint");
+        m.put("schema", cp.schema());
+        m.put("processedTokens", cp.processedTokens());
+        m.put("draftOffset", cp.draftOffset());
+        m.put("aligned", cp.draftOffset() == cp.processedTokens() - 1);
+        m.put("modelIdentity", cp.modelIdentity());
+        Map<String, Object> t = new LinkedHashMap<>();
+        for (Map.Entry<String, HostTensor> e : new TreeMap<>(tensors(cp)).entrySet()) {
+            t.put(e.getKey(), e.getValue().describe());
+        }
+        m.put("tensors", t);
+        m.put("digest", CheckpointDigest.of(cp));
+        return m;
+    }
+
+    private static Map<String, HostTensor> tensors(RowCheckpoint cp) {
+        Map<String, HostTensor> t = new LinkedHashMap<>();
+        if (cp.keys() != null) {
+            t.put("keys", cp.keys());
+            t.put("values", cp.values());
+        }
+        t.put("hidden", cp.hidden());
+        return t;
+    }
+
+    private static Map<String, Object> chain(ChainTrace t) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("kind", "chain trace");
+        m.put("format", t.format());
+        m.put("fixture", t.fixture());
+        m.put("modelIdentity", t.modelIdentity());
+        m.put("backend", t.backend());
+        m.put("backendOptions", t.backendOptions());
+        m.put("tolerance", t.tolerance());
+        m.put("seed", t.seed());
+        m.put("actions", t.actions().size() + " (shrunk from " + t.originalLength() + ")");
+        m.put("steps", t.actions().stream().map(Action::describe).toList());
+        if (t.divergence() != null) {
+            Map<String, Object> d = new LinkedHashMap<>();
+            d.put("action", t.divergence().actionIndex());
+            d.put("category", t.divergence().category().name());
+            d.put("message", t.divergence().message());
+            d.put("details", t.divergence().details());
+            m.put("divergence", d);
+        }
+        m.put("replay", "mtp replay <this file>");
+        return m;
+    }
+
+    private static Map<String, Object> golden(Path file) {
+        String where = "golden " + file;
+        GoldenTrace t = GoldenFiles.fromJsonUnchecked(file);
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("kind", "golden trace");
+        m.put("format", GoldenTrace.FORMAT);
+        m.put("name", t.name());
+        m.put("description", t.description());
+        m.put("model", t.model().fixture() != null ? "fixture " + t.model().fixture() : "directory "
+                + t.model().path());
+        m.put("modelIdentity", t.model().identity());
+        m.put("config", t.model().config().toString());
+        m.put("contexts", t.options().contexts() + (t.options().tap() == null ? "" : ", tap " + t.options().tap()));
+        m.put("sampling", t.options().sampling());
+        m.put("engine", t.options().engine() + " " + t.options().engineOptions());
+        m.put("numerics", t.options().numerics());
+        m.put("tolerance", t.options().tolerance());
+        m.put("tensors", t.tensorsFile());
+        String checks;
+        try {
+            GoldenFiles.Golden g = GoldenFiles.read(file);
+            checks = "valid (JSON " + g.jsonBytes() + " bytes, tensors " + g.tensorBytes() + " bytes, "
+                    + g.tensors().size() + " tensors)";
+        } catch (MtpException e) {
+            checks = "INVALID: " + e.getMessage().replace(where + ": ", "");
+        }
+        m.put("checksums", checks);
+        Map<String, Integer> ops = new LinkedHashMap<>();
+        t.steps().forEach(s -> ops.merge(s.op(), 1, Integer::sum));
+        m.put("stepCounts", ops);
+        List<String> steps = new java.util.ArrayList<>();
+        for (int i = 0; i < t.steps().size(); i++) {
+            GoldenTrace.Step s = t.steps().get(i);
+            steps.add(i + ": " + s.describe() + (s.expect().error() != null ? " → " + s.expect().error() : ""));
+        }
+        m.put("steps", steps);
+        return m;
+    }
+
+    private static void print(Map<String, Object> m, String indent) {
+        for (Map.Entry<String, Object> e : m.entrySet()) {
+            Object v = e.getValue();
+            if (v instanceof Map<?, ?> sub && !sub.isEmpty() && !e.getKey().endsWith("Options")) {
+                System.out.println(indent + e.getKey() + ":");
+                @SuppressWarnings("unchecked")
+                Map<String, Object> s = (Map<String, Object>) sub;
+                print(s, indent + "  ");
+            } else if (v instanceof List<?> list) {
+                System.out.println(indent + e.getKey() + ":");
+                list.forEach(x -> System.out.println(indent + "  " + x));
+            } else {
+                System.out.println(indent + e.getKey() + ": " + v);
+            }
+        }
     }
 }

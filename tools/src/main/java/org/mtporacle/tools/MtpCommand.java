@@ -12,6 +12,8 @@ import picocli.CommandLine.Command;
                 ReplayCommand.class,
                 FixtureCommand.class,
                 InspectCommand.class,
+                GoldenCommand.class,
+                ConvertCommand.class,
                 BackendsCommand.class,
                 CommandLine.HelpCommand.class
         })

@@ -45,6 +45,37 @@ final class ProgressLine {
         }
     }
 
+    /**
+     * Shows {@code label} with the elapsed seconds, redrawn by a daemon thread until the returned handle is closed
+     * (for work that reports no progress of its own).
+     */
+    AutoCloseable ticker(String label) {
+        if (!enabled) {
+            return () -> { };
+        }
+        long start = System.nanoTime();
+        Thread t = Thread.ofPlatform().daemon().start(() -> {
+            while (!Thread.currentThread().isInterrupted()) {
+                String line = String.format(Locale.ROOT, "\r%s ... %.1f s", label, (System.nanoTime() - start) / 1e9);
+                synchronized (this) {
+                    out.print(line);
+                    lastLength = line.length();
+                    out.flush();
+                }
+                try {
+                    Thread.sleep(200);
+                } catch (InterruptedException e) {
+                    return;
+                }
+            }
+        });
+        return () -> {
+            t.interrupt();
+            t.join();
+            finish();
+        };
+    }
+
     /** A note on standard error, always shown (not only on a terminal). */
     void note(String message) {
         finish();

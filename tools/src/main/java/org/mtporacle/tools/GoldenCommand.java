@@ -1,0 +1,295 @@
+package org.mtporacle.tools;
+
+import org.mtporacle.api.Availability;
+import org.mtporacle.api.DraftModel;
+import org.mtporacle.api.MtpBackend;
+import org.mtporacle.api.MtpBackends;
+import org.mtporacle.api.MtpException;
+import org.mtporacle.api.MtpModel;
+import org.mtporacle.conformance.FixtureRecipe;
+import org.mtporacle.conformance.golden.GoldenDiff;
+import org.mtporacle.conformance.golden.GoldenFiles;
+import org.mtporacle.conformance.golden.GoldenScenarios;
+import org.mtporacle.conformance.golden.GoldenTrace;
+import org.mtporacle.conformance.golden.GoldenVerifier;
+import org.mtporacle.conformance.lockstep.Tolerance;
+import org.mtporacle.io.ModelLoader;
+import org.mtporacle.reference.ReferenceBackend;
+import org.mtporacle.reference.ReferenceDraftModel;
+import org.mtporacle.reference.kernels.KernelMode;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.stream.Stream;
+
+/** {@code mtp golden}: record, verify and compare golden traces (format in golden/README.md). */
+@Command(name = "golden", mixinStandardHelpOptions = true,
+        subcommands = {GoldenCommand.Record.class, GoldenCommand.Verify.class, GoldenCommand.Diff.class},
+        description = "Golden traces: frozen inputs and expected observables of whole lifecycles (golden/README.md).")
+final class GoldenCommand implements Runnable {
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public void run() {
+        spec.commandLine().usage(System.out);
+    }
+
+    /** {@code mtp golden record}. */
+    @Command(name = "record", mixinStandardHelpOptions = true,
+            description = {"Record golden traces from named scenarios on the reference.",
+                    "With no --fixture: tiny (lifecycle, sampling), tiny-q4 (lifecycle), small (lifecycle, sampling)"
+                            + " — the set committed under golden/."})
+    static final class Record implements Callable<Integer> {
+        @Option(names = "--fixture", paramLabel = "NAME",
+                description = "Fixture recipe to record on (repeatable), e.g. qwen3.5-0.8b. See `mtp fixture --list`.")
+        List<String> fixtures = new ArrayList<>();
+
+        @Option(names = "--scenario", paramLabel = "NAME",
+                description = "Scenario (repeatable): lifecycle, sampling (default: the fixture's defaults, or all).")
+        List<String> scenarios = new ArrayList<>();
+
+        @Option(names = "--out", paramLabel = "DIR", defaultValue = "golden",
+                description = "Output directory (default: ${DEFAULT-VALUE}).")
+        Path out;
+
+        @Option(names = "--quiet", description = "No progress bar.")
+        boolean quiet;
+
+        @Override
+        public Integer call() {
+            Map<String, List<String>> plan = new LinkedHashMap<>();
+            if (fixtures.isEmpty()) {
+                for (String f : List.of("tiny", "tiny-q4", "small")) {
+                    plan.put(f, scenarios.isEmpty() ? GoldenScenarios.DEFAULTS.get(f) : scenarios);
+                }
+            } else {
+                for (String f : fixtures) {
+                    FixtureRecipe.named(f);
+                    plan.put(f, scenarios.isEmpty() ? GoldenScenarios.DEFAULTS.getOrDefault(f, GoldenScenarios.NAMES)
+                            : scenarios);
+                }
+            }
+            for (String s : scenarios) {
+                if (!GoldenScenarios.NAMES.contains(s)) {
+                    throw MtpException.invalidArgument("--scenario " + s + ": unknown, expected one of "
+                            + GoldenScenarios.NAMES);
+                }
+            }
+            int total = plan.values().stream().mapToInt(List::size).sum();
+            int done = 0;
+            ProgressLine progress = new ProgressLine(quiet);
+            for (Map.Entry<String, List<String>> e : plan.entrySet()) {
+                progress.update("loading " + e.getKey(), done, total, "");
+                MtpModel model = FixtureRecipe.named(e.getKey()).load(FixtureRecipe.defaultCache());
+                for (String s : e.getValue()) {
+                    progress.update("recording " + e.getKey() + "-" + s, done, total, "");
+                    Path json = GoldenScenarios.record(model, e.getKey(), s, out);
+                    done++;
+                    progress.finish();
+                    System.out.printf("recorded %s (%s)%n", json, sizes(json));
+                }
+            }
+            return MtpCommand.EXIT_OK;
+        }
+    }
+
+    /** {@code mtp golden verify}. */
+    @Command(name = "verify", mixinStandardHelpOptions = true,
+            description = {"Replay golden traces on the reference (and a backend) and check every observable with the "
+                    + "conformance rules: tie-aware tokens, log-probs, checkpoint digests or NMSE.",
+                    "Exit 0 when every trace passes, 1 when one diverges, 3 when one is malformed, tampered or its "
+                            + "model is unavailable."})
+    static final class Verify implements Callable<Integer> {
+        @Parameters(paramLabel = "TRACE|DIR", arity = "1..*",
+                description = "Golden JSON files, or directories searched for them.")
+        List<Path> paths;
+
+        @Option(names = "--backend", paramLabel = "NAME",
+                description = "Also replay on this backend and hold it to the golden (the reference judges ties).")
+        String backend;
+
+        @Option(names = "--option", paramLabel = "KEY=VALUE", description = "Backend load option (repeatable).")
+        Map<String, String> options = new LinkedHashMap<>();
+
+        @Option(names = "--tolerance", paramLabel = "exact|f32|bf16",
+                description = "Tolerance profile (default: the backend's profile, exact read as f32; without --backend "
+                        + "the golden's own).")
+        String tolerance;
+
+        @Option(names = "--model", paramLabel = "DIR",
+                description = "Model directory, for goldens recorded on a model directory rather than a fixture.")
+        Path modelDir;
+
+        @Option(names = "--quiet", description = "No progress bar; print only failures and the summary.")
+        boolean quiet;
+
+        @Override
+        public Integer call() {
+            List<Path> files = expand(paths);
+            MtpBackend b = null;
+            if (backend != null) {
+                b = MtpBackends.byName(backend);
+                Availability a = b.availability();
+                if (!a.available()) {
+                    throw new MtpException(MtpException.Kind.UNAVAILABLE, "backend " + b.name() + " is unavailable: "
+                            + a.reason());
+                }
+            }
+            Map<String, MtpModel> models = new HashMap<>();
+            ProgressLine progress = new ProgressLine(quiet);
+            int failed = 0;
+            int bad = 0;
+            for (Path f : files) {
+                try {
+                    GoldenFiles.Golden g = GoldenFiles.read(f);
+                    MtpModel model = model(g, models);
+                    Tolerance tol = Tolerance.named(tolerance != null ? tolerance
+                            : b != null ? subjectTolerance(b) : g.trace().options().tolerance());
+                    GoldenVerifier.Result r;
+                    try (ReferenceDraftModel ref = ReferenceBackend.load(model, KernelMode.SCALAR,
+                            Runtime.getRuntime().availableProcessors());
+                         DraftModel subject = b == null ? null : b.load(model, options)) {
+                        String label = g.trace().name();
+                        r = GoldenVerifier.verify(g, ref, subject, tol, (done, total) ->
+                                progress.update(label, done, total, ""));
+                    }
+                    progress.finish();
+                    print(f, r, tol);
+                    failed += r.ok() ? 0 : 1;
+                } catch (MtpException | IllegalArgumentException e) {
+                    progress.finish();
+                    System.out.println("BAD  " + f + ": " + e.getMessage());
+                    bad++;
+                }
+            }
+            System.out.printf("%d golden trace(s): %d passed, %d failed, %d malformed or unavailable%n", files.size(),
+                    files.size() - failed - bad, failed, bad);
+            return bad > 0 ? MtpCommand.EXIT_ERROR : failed > 0 ? MtpCommand.EXIT_FAILED : MtpCommand.EXIT_OK;
+        }
+
+        /**
+         * The backend's profile tolerance; {@code exact} becomes {@code f32} because goldens hold the reference's
+         * scalar order, which a backend (even the reference in vector mode) does not reproduce bit for bit.
+         */
+        private static String subjectTolerance(MtpBackend b) {
+            String t = b.profiles().getFirst().tolerance();
+            return t.equals("exact") ? "f32" : t;
+        }
+
+        private void print(Path f, GoldenVerifier.Result r, Tolerance tol) {
+            System.out.printf("%s %s: %d/%d steps, %d tokens (%d near-ties), %d checkpoints%s, tolerance %s%n",
+                    r.ok() ? "ok  " : "FAIL", f, r.stepsRun(), r.steps(), r.comparedTokens(), r.nearTies(),
+                    r.comparedCheckpoints(), r.digestOnly() > 0 ? " (" + r.digestOnly() + " digest-only, not "
+                            + "compared)" : "", tol.name());
+            if (r.offPath() > 0) {
+                System.out.println("     " + r.offPath() + " observables not compared: rows left the golden's path "
+                        + "at near-ties");
+            }
+            if (!r.ok()) {
+                if (!quiet) {
+                    r.lines().forEach(l -> System.out.println("     " + l));
+                }
+                r.findings().forEach(x -> System.out.println("     " + x));
+            }
+        }
+
+        private MtpModel model(GoldenFiles.Golden g, Map<String, MtpModel> cache) {
+            GoldenTrace.ModelRef ref = g.trace().model();
+            MtpModel model;
+            String source;
+            if (modelDir != null) {
+                source = "model " + modelDir;
+                model = cache.computeIfAbsent("dir:" + modelDir, k -> ModelLoader.load(modelDir));
+            } else if (ref.fixture() != null) {
+                source = "fixture " + ref.fixture();
+                model = cache.computeIfAbsent(ref.fixture(), k -> FixtureRecipe.named(k)
+                        .load(FixtureRecipe.defaultCache()));
+            } else {
+                throw MtpException.invalidArgument("golden " + g.file() + " was recorded on a model directory ("
+                        + ref.path() + "), not a fixture: give --model DIR");
+            }
+            if (!model.identity().equals(ref.identity())) {
+                throw MtpException.incompatibleModel("golden " + g.file() + ": " + source + " has identity "
+                        + model.identity() + ", the golden was recorded on " + ref.identity()
+                        + (ref.fixture() != null ? " (the recipe or writer changed; re-record with `mtp golden record "
+                        + "--fixture " + ref.fixture() + "`)" : ""));
+            }
+            return model;
+        }
+    }
+
+    /** {@code mtp golden diff}. */
+    @Command(name = "diff", mixinStandardHelpOptions = true,
+            description = {"Show what changed between two golden traces, step by step (checksums are not required to "
+                    + "hold).", "Exit 0 when they say the same thing, 1 when they differ."})
+    static final class Diff implements Callable<Integer> {
+        @Parameters(index = "0", paramLabel = "A", description = "The first golden JSON.")
+        Path a;
+
+        @Parameters(index = "1", paramLabel = "B", description = "The second golden JSON.")
+        Path b;
+
+        @Override
+        public Integer call() {
+            for (Path p : List.of(a, b)) {
+                if (!Files.isRegularFile(p)) {
+                    throw MtpException.invalidArgument("diff: " + p + " does not exist");
+                }
+            }
+            List<String> lines = GoldenDiff.diff(a, b);
+            if (lines.isEmpty()) {
+                System.out.println("no differences");
+                return MtpCommand.EXIT_OK;
+            }
+            System.out.println("--- " + a);
+            System.out.println("+++ " + b);
+            lines.forEach(System.out::println);
+            return MtpCommand.EXIT_FAILED;
+        }
+    }
+
+    /** Files as given, directories expanded to the golden JSON files they hold (sorted). */
+    static List<Path> expand(List<Path> paths) {
+        List<Path> out = new ArrayList<>();
+        for (Path p : paths) {
+            if (Files.isDirectory(p)) {
+                try (Stream<Path> s = Files.walk(p)) {
+                    s.filter(x -> x.toString().endsWith(".json")).filter(GoldenFiles::isGolden).sorted()
+                            .forEach(out::add);
+                } catch (IOException e) {
+                    throw MtpException.invalidArgument("verify: cannot list " + p + " (" + e.getMessage() + ")");
+                }
+            } else if (Files.isRegularFile(p)) {
+                out.add(p);
+            } else {
+                throw MtpException.invalidArgument("verify: " + p + " does not exist");
+            }
+        }
+        if (out.isEmpty()) {
+            throw MtpException.invalidArgument("verify: no golden traces found in " + paths);
+        }
+        return out;
+    }
+
+    static String sizes(Path json) {
+        try {
+            Path st = json.resolveSibling(json.getFileName().toString().replaceAll("\\.json$", ".safetensors"));
+            return String.format("%.1f KiB JSON + %.1f KiB tensors", Files.size(json) / 1024.0,
+                    Files.size(st) / 1024.0);
+        } catch (IOException e) {
+            return "size unknown";
+        }
+    }
+}
