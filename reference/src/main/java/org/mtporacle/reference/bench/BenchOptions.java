@@ -1,28 +1,105 @@
 package org.mtporacle.reference.bench;
 
+import java.util.ArrayList;
 import java.util.List;
+import org.mtporacle.reference.fixture.FixtureModels;
 
 /**
- * What {@link KernelBench} measures: thread counts, repetitions (the median is reported), the size of the read
- * baseline buffer, the prefill row count, and whether to try OpenBLAS. {@link #defaults()} is the full run.
+ * What {@link KernelBench} measures: the model shape ({@link FixtureModels#PRESETS}), thread counts, repetitions (the
+ * median is reported), the read baseline buffer, the prefill row count, the draft batch sizes and KV history, and
+ * whether to try OpenBLAS. {@link #defaults()} is the full run; {@link #quick()} a smoke run of a few seconds.
+ *
+ * @param preset        a {@link FixtureModels} preset name: {@code qwen3.5-0.8b} (the issue's shapes), {@code small},
+ *                      {@code tiny}
+ * @param threads       each thread count measured, e.g. {@code [1, 2]}
+ * @param repetitions   timed runs per figure after warm-up; the median is reported
+ * @param shortWarmup   short warm-up (0.6 s instead of 1.5 s)
+ * @param baselineBytes bytes of the read-bandwidth buffer
+ * @param prefillRows   input rows of the prefill matmuls
+ * @param draftBatches  batch sizes B of the draft-step figures
+ * @param kvHistory     KV positions each draft row holds before the measured steps
+ * @param openBlas      compare prefill with OpenBLAS {@code cblas_sgemm} when {@code libopenblas.so.0} loads
  */
-public record BenchOptions(List<Integer> threads, int repetitions, long baselineBytes, int prefillRows,
-        boolean openBlas, boolean large) {
+public record BenchOptions(String preset, List<Integer> threads, int repetitions, boolean shortWarmup, long baselineBytes,
+        int prefillRows, List<Integer> draftBatches, int kvHistory, boolean openBlas) {
     public BenchOptions {
+        FixtureModels.preset(preset);
         threads = List.copyOf(threads);
-        if (repetitions < 1 || baselineBytes < (1 << 20) || prefillRows < 1 || threads.isEmpty()) {
-            throw new IllegalArgumentException("bench: repetitions, baseline bytes, prefill rows and threads must be"
-                    + " positive, got " + repetitions + ", " + baselineBytes + ", " + prefillRows + ", " + threads);
+        draftBatches = List.copyOf(draftBatches);
+        if (repetitions < 1 || baselineBytes < (1 << 20) || prefillRows < 1 || kvHistory < 1 || threads.isEmpty()
+                || threads.stream().anyMatch(t -> t < 1) || draftBatches.stream().anyMatch(b -> b < 1)) {
+            throw new IllegalArgumentException("bench: repetitions, baseline bytes (≥ 1 MiB), prefill rows, KV history,"
+                    + " threads and batches must be positive, got " + repetitions + ", " + baselineBytes + ", "
+                    + prefillRows + ", " + kvHistory + ", " + threads + ", " + draftBatches);
         }
     }
 
-    /** 1 and 2 threads, 5 repetitions, a 1 GiB baseline, 2048 prefill rows, OpenBLAS when found, full shapes. */
+    /** The full run: qwen3.5-0.8b, 1 and 2 threads, 5 repetitions, 1 GiB baseline, 2048 prefill rows, B 1 and 8. */
     public static BenchOptions defaults() {
-        return new BenchOptions(List.of(1, 2), 5, 1L << 30, 2048, true, true);
+        return new BenchOptions("qwen3.5-0.8b", List.of(1, 2), 5, false, 1L << 30, 2048, List.of(1, 8), 64, true);
     }
 
-    /** A few-second smoke run: small shapes, a 64 MiB baseline. */
+    /** A smoke run: the small preset, 3 repetitions, short warm-up, 256 MiB baseline, 128 prefill rows. */
     public static BenchOptions quick() {
-        return new BenchOptions(List.of(1, 2), 3, 64L << 20, 64, true, false);
+        return new BenchOptions("small", List.of(1, 2), 3, true, 256L << 20, 128, List.of(1, 8), 64, true);
+    }
+
+    public BenchOptions withPreset(String name) {
+        return new BenchOptions(name, threads, repetitions, shortWarmup, baselineBytes, prefillRows, draftBatches, kvHistory,
+                openBlas);
+    }
+
+    public BenchOptions withThreads(List<Integer> counts) {
+        return new BenchOptions(preset, counts, repetitions, shortWarmup, baselineBytes, prefillRows, draftBatches,
+                kvHistory, openBlas);
+    }
+
+    public BenchOptions withRepetitions(int n) {
+        return new BenchOptions(preset, threads, n, shortWarmup, baselineBytes, prefillRows, draftBatches, kvHistory,
+                openBlas);
+    }
+
+    public BenchOptions withOpenBlas(boolean on) {
+        return new BenchOptions(preset, threads, repetitions, shortWarmup, baselineBytes, prefillRows, draftBatches,
+                kvHistory, on);
+    }
+
+    /**
+     * Options from command-line words: {@code --quick}, {@code --preset NAME}, {@code --threads 1,2},
+     * {@code --repetitions N}, {@code --no-openblas}.
+     *
+     * @throws IllegalArgumentException for an unknown word or a missing value
+     */
+    public static BenchOptions parse(List<String> args) {
+        BenchOptions o = args.contains("--quick") ? quick() : defaults();
+        for (int i = 0; i < args.size(); i++) {
+            String a = args.get(i);
+            switch (a) {
+                case "--quick" -> { }
+                case "--no-openblas" -> o = o.withOpenBlas(false);
+                case "--preset", "--threads", "--repetitions" -> {
+                    if (i + 1 >= args.size()) {
+                        throw new IllegalArgumentException("bench: " + a + " needs a value");
+                    }
+                    String v = args.get(++i);
+                    o = switch (a) {
+                        case "--preset" -> o.withPreset(v);
+                        case "--threads" -> o.withThreads(ints(v));
+                        default -> o.withRepetitions(Integer.parseInt(v));
+                    };
+                }
+                default -> throw new IllegalArgumentException("bench: unknown option '" + a + "', expected --quick,"
+                        + " --preset NAME, --threads 1,2, --repetitions N or --no-openblas");
+            }
+        }
+        return o;
+    }
+
+    private static List<Integer> ints(String csv) {
+        List<Integer> out = new ArrayList<>();
+        for (String s : csv.split(",")) {
+            out.add(Integer.parseInt(s.trim()));
+        }
+        return out;
     }
 }

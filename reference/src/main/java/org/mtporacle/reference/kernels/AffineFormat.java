@@ -10,6 +10,8 @@ import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorShuffle;
+import org.mtporacle.api.DType;
+import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.LinearWeight;
 
 /**
@@ -17,89 +19,178 @@ import org.mtporacle.api.LinearWeight;
  * {@link WeightFormat}. Codes are read exactly as {@link WeightRows#decodeRange} defines them (a little-endian bit
  * stream of little-endian u32 words per row); tests hold every fast path to that definition.
  *
- * <p>2-, 4- and 8-bit codes: a chunk is {@code L} words ({@code C = L·32/bits} elements); step {@code s} of lane
- * {@code j} is element {@code c·j + s}. 3-, 5- and 6-bit codes: a chunk is one group in natural order.
+ * <p>2-, 4- and 8-bit codes: a chunk is {@code L} words ({@code C = L·c} elements, {@code c = 32/bits}); step
+ * {@code s} of lane {@code j} is element {@code c·j + s}. Step {@code s < c−1} takes {@code word & (mask << bits·s)},
+ * which is {@code q·2^(bits·s)} exactly as a float, against {@code x·2^(−bits·s)} prepared once per input (the same
+ * product {@code q·x}, exact unless {@code x} is below ~2^−98); the last step takes {@code word >>> (32−bits)} against
+ * {@code x}. 3-, 5- and 6-bit codes: a chunk is one group in natural order, codes by scalar bit extraction.
+ *
+ * <p>Order of one row: per chunk {@code t = fma(q_s, x_s, t)} over steps in order, then
+ * {@code acc = fma(t, scale_lanes, acc)}, chunks in order; then per block of {@code L} vector groups
+ * {@code acc = fma(bias_block, Σx_block, acc)}, blocks in order (groups past the vector region count as 0); the
+ * driver adds {@link LaneSum} of {@code acc} and the scalar tail.
  */
 record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int codesPerWord, int chunk,
-        VectorShuffle<Float> laneGroup) implements WeightFormat {
+        VectorShuffle<Float>[] scaleLanes) implements WeightFormat {
     private static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     AffineFormat(LinearWeight.Affine w) {
         this(w, w.inFeatures(), w.codes().dim(1), w.scales().dim(1), 32 % w.bits() == 0 ? 32 / w.bits() : 0,
-                32 % w.bits() == 0 ? L * 32 / w.bits() : w.groupSize(),
-                VectorShuffle.fromOp(F, j -> 32 % w.bits() == 0 ? (32 / w.bits()) * j / w.groupSize() : 0));
+                32 % w.bits() == 0 ? L * 32 / w.bits() : w.groupSize(), shuffles(w.bits(), w.groupSize()));
     }
 
-    int bits() {
-        return w.bits();
+    /** For chunk {@code k}, lane {@code j} takes group {@code (k·C + c·j)/g} of its block of {@code L} groups. */
+    @SuppressWarnings("unchecked")
+    private static VectorShuffle<Float>[] shuffles(int bits, int g) {
+        if (32 % bits != 0) {
+            return new VectorShuffle[0];
+        }
+        int c = 32 / bits;
+        int per = g / c; // chunks per block of L groups: L·g / C
+        VectorShuffle<Float>[] out = new VectorShuffle[per];
+        for (int k = 0; k < per; k++) {
+            final int kk = k;
+            out[k] = VectorShuffle.fromOp(F, j -> ((kk * L * c + c * j) / g) % L);
+        }
+        return out;
     }
 
-    int groupSize() {
-        return w.groupSize();
-    }
-
-    /** Groups inside the vector region; their bias terms are added by {@link #biasDot}. */
+    /** Groups inside the vector region; their bias terms are added by {@link #dot}. */
     int vectorGroups() {
         return vectorEnd() / w.groupSize();
     }
 
-    @Override
-    public int scratchSize() {
-        return vectorEnd() / chunk * L + groups + L + chunk;
+    /** Vector groups rounded up to whole blocks of {@code L}. */
+    private int paddedGroups() {
+        return (vectorGroups() + L - 1) / L * L;
     }
 
     @Override
-    public void permute(float[] dst, int dstOff, float[] x, int xOff) {
-        if (codesPerWord == 0) {
-            System.arraycopy(x, xOff, dst, dstOff, vectorEnd());
-            return;
-        }
+    public int preparedSize() {
+        return in + paddedGroups();
+    }
+
+    @Override
+    public int scratchSize() {
+        return 2 * L + Math.max(chunk + groups, vectorEnd() / chunk * L) + paddedGroups();
+    }
+
+    /** Permuted, prescaled x of the vector region, the natural tail, then per-group {@code Σx} padded with 0. */
+    @Override
+    public void prepare(float[] dst, int dstOff, float[] x, int xOff) {
+        int n = vectorEnd();
         int c = codesPerWord;
-        for (int k = 0, n = vectorEnd(); k < n; k += chunk) {
+        if (c == 0) {
+            System.arraycopy(x, xOff, dst, dstOff, n);
+        }
+        for (int k = 0; k < n && c != 0; k += chunk) {
             for (int s = 0; s < c; s++) {
+                float scale = s == c - 1 ? 1f : Math.scalb(1f, -w.bits() * s);
                 for (int j = 0; j < L; j++) {
-                    dst[dstOff + k + s * L + j] = x[xOff + k + c * j + s];
+                    dst[dstOff + k + s * L + j] = x[xOff + k + c * j + s] * scale;
                 }
             }
         }
-    }
-
-    /** {@code Σx} over each group of the vector region, elements in order: {@code dst[g]}. */
-    void groupSums(float[] dst, int dstOff, float[] x, int xOff) {
+        System.arraycopy(x, xOff + n, dst, dstOff + n, in - n);
         int g = w.groupSize();
-        for (int k = 0, n = vectorGroups(); k < n; k++) {
+        for (int k = 0, vg = vectorGroups(); k < paddedGroups(); k++) {
             float s = 0f;
-            for (int i = 0; i < g; i++) {
+            for (int i = 0; i < g && k < vg; i++) {
                 s += x[xOff + k * g + i];
             }
-            dst[dstOff + k] = s;
+            dst[dstOff + in + k] = s;
         }
     }
 
-    /** {@code Σ_g bias[g] · gsum[g]} over the vector groups, in group order (0 without biases). */
-    float biasDot(float[] bias, int biasOff, float[] gsum, int gOff) {
-        float s = 0f;
-        for (int k = 0, n = vectorGroups(); k < n && w.biases() != null; k++) {
-            s += bias[biasOff + k] * gsum[gOff + k];
-        }
-        return s;
+    @Override
+    public float dot(int row, float[] xp, int xpOff, float[] scratch) {
+        return codesPerWord != 0 ? packed(row, xp, xpOff, scratch) : natural(row, xp, xpOff, scratch);
     }
 
-    /** The f32 biases of {@code row} (vector groups only) into {@code dst}. */
-    void biases(float[] dst, int dstOff, int row) {
-        if (w.biases() != null) {
-            WeightFormat.floats(dst, dstOff, w.biases(), (long) row * groups, vectorGroups());
+    /**
+     * 2-, 4-, 8-bit rows. {@code scratch}: {@code [0, L·chunks)} the chunks' lane scales, then {@code L·blocks} bias
+     * lanes, then {@code L} temporaries. Vectors never cross a call, so nothing is boxed if a call is not inlined.
+     */
+    private float packed(int row, float[] xp, int xpOff, float[] scratch) {
+        int chunks = vectorEnd() / chunk;
+        int per = scaleLanes.length;
+        int vg = vectorGroups();
+        int biasOff = chunks * L;
+        int tmp = biasOff + paddedGroups();
+        long gBase = (long) row * groups;
+        for (int k = 0; k < chunks; k += per) {
+            int g0 = k / per * L;
+            blockInto(scratch, tmp, w.scales(), gBase + g0, Math.min(L, vg - g0), scratch, tmp + L);
+            FloatVector sb = FloatVector.fromArray(F, scratch, tmp);
+            for (int q = 0; q < per && k + q < chunks; q++) {
+                sb.rearrange(scaleLanes[q]).intoArray(scratch, (k + q) * L);
+            }
         }
+        for (int g0 = 0; w.biases() != null && g0 < vg; g0 += L) {
+            blockInto(scratch, biasOff + g0, w.biases(), gBase + g0, Math.min(L, vg - g0), scratch, tmp + L);
+        }
+        int c = codesPerWord;
+        int bits = w.bits();
+        int top = 32 - bits;
+        MemorySegment d = w.codes().data();
+        long base = (long) row * words * 4;
+        FloatVector acc = FloatVector.zero(F);
+        for (int k = 0; k < chunks; k++) {
+            IntVector wv = IntVector.fromMemorySegment(WeightFormat.I, d, base + 4L * k * L, ByteOrder.LITTLE_ENDIAN);
+            int xb = xpOff + k * chunk;
+            FloatVector t = FloatVector.zero(F);
+            int mask = (1 << bits) - 1;
+            for (int s = 0; s < c - 1; s++, mask <<= bits) {
+                t = ((FloatVector) wv.and(mask).convert(VectorOperators.I2F, 0))
+                        .fma(FloatVector.fromArray(F, xp, xb + s * L), t);
+            }
+            t = ((FloatVector) wv.lanewise(VectorOperators.LSHR, top).convert(VectorOperators.I2F, 0))
+                    .fma(FloatVector.fromArray(F, xp, xb + (c - 1) * L), t);
+            acc = t.fma(FloatVector.fromArray(F, scratch, k * L), acc);
+        }
+        for (int g0 = 0; w.biases() != null && g0 < vg; g0 += L) {
+            acc = FloatVector.fromArray(F, scratch, biasOff + g0).fma(FloatVector.fromArray(F, xp, xpOff + in + g0), acc);
+        }
+        return LaneSum.sum(acc);
     }
 
-    /** Per-chunk lane scales {@code dst[k·L + j]} of {@code row}; {@code tmp} holds {@code groups + L} floats. */
-    private void laneScales(float[] dst, int dstOff, int row, float[] tmp, int tmpOff) {
-        WeightFormat.floats(tmp, tmpOff, w.scales(), (long) row * groups, groups);
-        int g = w.groupSize();
-        for (int k = 0, c = 0, n = vectorEnd(); k < n; k += chunk, c++) {
-            FloatVector v = chunk <= g ? FloatVector.broadcast(F, tmp[tmpOff + k / g])
-                    : FloatVector.fromArray(F, tmp, tmpOff + k / g).rearrange(laneGroup);
-            v.intoArray(dst, dstOff + c * L);
+    /** 3-, 5-, 6-bit rows: one group per chunk, codes by scalar extraction, the group's scale broadcast. */
+    private float natural(int row, float[] xp, int xpOff, float[] scratch) {
+        int chunks = vectorEnd() / chunk;
+        int vg = vectorGroups();
+        int biasOff = L + chunk + groups;
+        long gBase = (long) row * groups;
+        WeightFormat.floats(scratch, L + chunk, w.scales(), gBase, groups);
+        for (int g0 = 0; w.biases() != null && g0 < vg; g0 += L) {
+            blockInto(scratch, biasOff + g0, w.biases(), gBase + g0, Math.min(L, vg - g0), scratch, 0);
+        }
+        FloatVector acc = FloatVector.zero(F);
+        for (int k = 0; k < chunks; k++) {
+            codes(scratch, L, row, k * chunk, chunk);
+            FloatVector t = FloatVector.zero(F);
+            int xb = xpOff + k * chunk;
+            for (int s = 0; s < chunk; s += L) {
+                t = FloatVector.fromArray(F, scratch, L + s).fma(FloatVector.fromArray(F, xp, xb + s), t);
+            }
+            acc = t.fma(FloatVector.broadcast(F, scratch[L + chunk + k]), acc);
+        }
+        for (int g0 = 0; w.biases() != null && g0 < vg; g0 += L) {
+            acc = FloatVector.fromArray(F, scratch, biasOff + g0).fma(FloatVector.fromArray(F, xp, xpOff + in + g0), acc);
+        }
+        return LaneSum.sum(acc);
+    }
+
+    /**
+     * {@code dst[off, off+L)} = {@code n ≤ L} f32 values of {@code t} from {@code index}, lanes past {@code n} zero;
+     * {@code tmp[tmpOff, tmpOff+L)} is scratch.
+     */
+    private static void blockInto(float[] dst, int off, HostTensor t, long index, int n, float[] tmp, int tmpOff) {
+        if (n == L && t.dtype() == DType.BF16) {
+            WeightFormat.Bf16.load(t.data(), 2 * index).intoArray(dst, off);
+        } else {
+            java.util.Arrays.fill(tmp, tmpOff, tmpOff + L, 0f);
+            WeightFormat.floats(tmp, tmpOff, t, index, n);
+            System.arraycopy(tmp, tmpOff, dst, off, L);
         }
     }
 
@@ -121,72 +212,9 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
         }
     }
 
-    private FloatVector q(IntVector words, int s) {
-        return (FloatVector) words.lanewise(VectorOperators.LSHR, s * w.bits()).and((1 << w.bits()) - 1)
-                .convert(VectorOperators.I2F, 0);
-    }
-
+    /** Unsupported: affine rows are multiplied through {@link #dot} only (their bias term needs the group sums). */
     @Override
-    public float dot(int row, float[] xp, int xpOff, float[] scratch) {
-        int chunks = vectorEnd() / chunk;
-        int codesOff = chunks * L + groups + L;
-        laneScales(scratch, 0, row, scratch, chunks * L);
-        FloatVector acc = FloatVector.zero(F);
-        MemorySegment d = w.codes().data();
-        long base = (long) row * words * 4;
-        int k = 0;
-        if (codesPerWord != 0) {
-            // Two chunks at a time: independent fma chains for latency; acc still takes chunk k, then k + 1.
-            for (; k + 1 < chunks; k += 2) {
-                IntVector w0 = IntVector.fromMemorySegment(WeightFormat.I, d, base + 4L * k * L, ByteOrder.LITTLE_ENDIAN);
-                IntVector w1 = IntVector.fromMemorySegment(WeightFormat.I, d, base + 4L * (k + 1) * L,
-                        ByteOrder.LITTLE_ENDIAN);
-                FloatVector t0 = FloatVector.zero(F);
-                FloatVector t1 = FloatVector.zero(F);
-                int xb = xpOff + k * chunk;
-                for (int s = 0; s < codesPerWord; s++) {
-                    t0 = q(w0, s).fma(FloatVector.fromArray(F, xp, xb + s * L), t0);
-                    t1 = q(w1, s).fma(FloatVector.fromArray(F, xp, xb + chunk + s * L), t1);
-                }
-                acc = t0.fma(FloatVector.fromArray(F, scratch, k * L), acc);
-                acc = t1.fma(FloatVector.fromArray(F, scratch, (k + 1) * L), acc);
-            }
-        }
-        for (; k < chunks; k++) {
-            FloatVector t = FloatVector.zero(F);
-            int xb = xpOff + k * chunk;
-            if (codesPerWord != 0) {
-                IntVector wv = IntVector.fromMemorySegment(WeightFormat.I, d, base + 4L * k * L, ByteOrder.LITTLE_ENDIAN);
-                for (int s = 0; s < codesPerWord; s++) {
-                    t = q(wv, s).fma(FloatVector.fromArray(F, xp, xb + s * L), t);
-                }
-            } else {
-                codes(scratch, codesOff, row, k * chunk, chunk);
-                for (int s = 0; s < chunk; s += L) {
-                    t = FloatVector.fromArray(F, scratch, codesOff + s).fma(FloatVector.fromArray(F, xp, xb + s), t);
-                }
-            }
-            acc = t.fma(FloatVector.fromArray(F, scratch, k * L), acc);
-        }
-        return LaneSum.sum(acc);
-    }
-
-    @Override
-    public void decode(float[] dst, int dstOff, float[] scales, int scalesOff, int row) {
-        int chunks = vectorEnd() / chunk;
-        float[] tmp = new float[groups + L];
-        laneScales(scales, scalesOff, row, tmp, 0);
-        if (codesPerWord == 0) {
-            codes(dst, dstOff, row, 0, vectorEnd());
-            return;
-        }
-        MemorySegment d = w.codes().data();
-        long base = (long) row * words * 4;
-        for (int k = 0; k < chunks; k++) {
-            IntVector wv = IntVector.fromMemorySegment(WeightFormat.I, d, base + 4L * k * L, ByteOrder.LITTLE_ENDIAN);
-            for (int s = 0; s < codesPerWord; s++) {
-                q(wv, s).intoArray(dst, dstOff + k * chunk + s * L);
-            }
-        }
+    public void decode(float[] dst, int dstOff, int row) {
+        throw new UnsupportedOperationException("affine rows have no dense f32 panel; use dot");
     }
 }

@@ -21,7 +21,7 @@ final class Embedding {
             return;
         }
         int n = f.vectorEnd();
-        f.decode(out, outOff, null, 0, token);
+        f.decode(out, outOff, token);
         WeightRows.decodeRange(out, outOff + n, table, token, n, f.in());
     }
 }

@@ -8,8 +8,8 @@ import org.mtporacle.api.LinearWeight;
  *
  * <p>Accumulation order. Scalar: {@code i} ascending, {@code acc += x[i]·w[i]} in f32 over the row decoded by
  * {@link WeightRows}. Vector: over the format's vector region, one lane accumulator updated with {@code fma} chunk by
- * chunk in the format's lane order ({@link WeightFormat}); then {@code out = (LaneSum(acc) + biasTerm) + tail}, where
- * {@code biasTerm = Σ_g bias_g·Σx_g} (affine only, groups in order) and {@code tail = Σ x[i]·w[i]} over
+ * chunk in the format's lane order ({@link WeightFormat}; affine rows also fold their bias terms into it, see
+ * {@link AffineFormat}); then {@code out = LaneSum(acc) + tail}, where {@code tail = Σ x[i]·w[i]} over
  * {@code [vectorEnd, in)} in order with {@code w} from {@link WeightRows}. {@link MatMul} computes every output with
  * exactly this arithmetic, so a row's result does not depend on how many rows are multiplied with it.
  */
@@ -36,34 +36,24 @@ final class MatVec {
         WeightFormat f = WeightFormat.of(w);
         int in = f.in();
         int n = f.vectorEnd();
-        float[] xp = new float[in];
-        f.permute(xp, 0, x, xOff);
-        System.arraycopy(x, xOff + n, xp, n, in - n);
+        float[] xp = new float[f.preparedSize()];
+        f.prepare(xp, 0, x, xOff);
         float[] scratch = new float[f.scratchSize()];
         float[] tail = new float[in - n];
-        AffineFormat a = f instanceof AffineFormat af ? af : null;
-        float[] gsum = a == null ? null : new float[a.vectorGroups()];
-        float[] bias = a == null ? null : new float[a.vectorGroups()];
-        if (a != null) {
-            a.groupSums(gsum, 0, x, xOff);
-        }
         for (int o = oFrom; o < oTo; o++) {
-            float b = 0f;
-            if (a != null) {
-                a.biases(bias, 0, o);
-                b = a.biasDot(bias, 0, gsum, 0);
+            if (n < in) {
+                WeightRows.decodeRange(tail, 0, w, o, n, in);
             }
-            WeightRows.decodeRange(tail, 0, w, o, n, in);
-            out[outOff + o] = finish(f.dot(o, xp, 0, scratch), b, xp, n, tail, 0, in - n);
+            out[outOff + o] = finish(f.dot(o, xp, 0, scratch), xp, n, tail, 0, in - n);
         }
     }
 
-    /** {@code (laneSum + bias) + Σ_{i < len} x[xOff+i]·wt[wOff+i]}: the tail added last, in order. */
-    static float finish(float laneSum, float bias, float[] x, int xOff, float[] wt, int wOff, int len) {
+    /** {@code laneSum + Σ_{i < len} x[xOff+i]·wt[wOff+i]}: the tail added last, in order. */
+    static float finish(float laneSum, float[] x, int xOff, float[] wt, int wOff, int len) {
         float t = 0f;
         for (int i = 0; i < len; i++) {
             t += x[xOff + i] * wt[wOff + i];
         }
-        return (laneSum + bias) + t;
+        return laneSum + t;
     }
 }

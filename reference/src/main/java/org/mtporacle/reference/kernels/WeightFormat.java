@@ -24,11 +24,11 @@ import org.mtporacle.api.LinearWeight;
  *
  * <p>Lane order: dense formats keep elements in natural order. Affine weights with 2, 4 or 8 bits load {@code L}
  * code words at once; lane {@code j} of step {@code s} holds element {@code c·j + s} of the chunk ({@code c = 32/bits}
- * codes per word), so activations are first {@link #permute permuted} into that order. Affine weights with 3, 5 or 6
+ * codes per word), so activations are first {@link #prepare prepared} in that order. Affine weights with 3, 5 or 6
  * bits use one group per chunk in natural order, decoding codes with scalar bit extraction.
  *
  * <p>Affine chunks are factored: {@code t = Σ_s q_s·x_s} lane-wise ({@code fma}, steps in order), then
- * {@code acc = fma(t, scale_lanes, acc)}; the bias term {@code Σ_g bias_g · Σx_g} is added by the driver.
+ * {@code acc = fma(t, scale_lanes, acc)}, then the bias terms {@code bias_g · Σx_g} (see {@link AffineFormat}).
  */
 sealed interface WeightFormat permits WeightFormat.F32, WeightFormat.F16, WeightFormat.Bf16, AffineFormat {
     ValueLayout.OfShort I16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
@@ -60,22 +60,27 @@ sealed interface WeightFormat permits WeightFormat.F32, WeightFormat.F16, Weight
         return in() - in() % chunk();
     }
 
-    /** Writes {@code x[0, vectorEnd)} in this format's lane order to {@code dst} (a copy for natural order). */
-    default void permute(float[] dst, int dstOff, float[] x, int xOff) {
-        System.arraycopy(x, xOff, dst, dstOff, vectorEnd());
+    /** Floats {@link #prepare} writes per input row. */
+    default int preparedSize() {
+        return in();
     }
 
     /**
-     * {@link LaneSum} of the lane accumulator of the vector region of {@code row} against permuted {@code xp} (bias
-     * terms excluded). It returns a float, not the vector, so no vector is boxed when the call is not inlined.
+     * Writes one input row {@code x[0, in)} as {@link #dot} reads it: the vector region in this format's lane order,
+     * then the tail {@code [vectorEnd, in)} in natural order, then any per-input terms (a copy for dense formats).
+     */
+    default void prepare(float[] dst, int dstOff, float[] x, int xOff) {
+        System.arraycopy(x, xOff, dst, dstOff, in());
+    }
+
+    /**
+     * {@link LaneSum} of the lane accumulator of the vector region of {@code row} against prepared {@code xp}
+     * (affine: bias terms included). It returns a float, not the vector, so no vector is boxed when the call is not inlined.
      */
     float dot(int row, float[] xp, int xpOff, float[] scratch);
 
-    /**
-     * Writes the vector region of {@code row} in lane order to {@code dst}: weights for dense formats, codes
-     * {@code q} for affine ones; affine also writes lane scales {@code scales[k·L + j]} per chunk {@code k}.
-     */
-    void decode(float[] dst, int dstOff, float[] scales, int scalesOff, int row);
+    /** Writes the vector region of dense {@code row} as f32 to {@code dst} (a matmul panel); affine rows have none. */
+    void decode(float[] dst, int dstOff, int row);
 
     /** Scratch floats {@link #dot} needs. */
     default int scratchSize() {
@@ -98,7 +103,7 @@ sealed interface WeightFormat permits WeightFormat.F32, WeightFormat.F16, Weight
             return LaneSum.sum(acc);
         }
 
-        public void decode(float[] dst, int dstOff, float[] scales, int scalesOff, int row) {
+        public void decode(float[] dst, int dstOff, int row) {
             MemorySegment.copy(data, F32L, (long) row * in * 4, dst, dstOff, vectorEnd());
         }
     }
@@ -123,7 +128,7 @@ sealed interface WeightFormat permits WeightFormat.F32, WeightFormat.F16, Weight
             return LaneSum.sum(acc);
         }
 
-        public void decode(float[] dst, int dstOff, float[] scales, int scalesOff, int row) {
+        public void decode(float[] dst, int dstOff, int row) {
             long base = (long) row * in * 2;
             for (int i = 0, n = vectorEnd(); i < n; i += L) {
                 load(data, base + 2L * i).intoArray(dst, dstOff + i);
@@ -160,7 +165,7 @@ sealed interface WeightFormat permits WeightFormat.F32, WeightFormat.F16, Weight
             return LaneSum.sum(acc);
         }
 
-        public void decode(float[] dst, int dstOff, float[] scales, int scalesOff, int row) {
+        public void decode(float[] dst, int dstOff, int row) {
             long base = (long) row * in * 2;
             for (int i = 0, n = vectorEnd(); i < n; i += L) {
                 load(data, base + 2L * i).intoArray(dst, dstOff + i);

@@ -41,7 +41,7 @@ class MatMulTest {
         }
         for (int bits : new int[] {2, 3, 4, 5, 6, 8}) {
             for (int g : new int[] {32, 64, 128}) {
-                for (int in : new int[] {g, 3 * g, 5 * g, 512}) {
+                for (int in : new int[] {g, 3 * g, 5 * g, 512, 19 * g}) {
                     c.add(new Case("affine/" + bits + "/" + g, 5, in, 1));
                     c.add(new Case("affine/" + bits + "/" + g, 6, in, 9));
                 }
