@@ -40,10 +40,9 @@ public final class TargetHead {
     /** {@code [n, V]} log-probabilities {@code logits − logsumexp(logits)} per row. */
     public float[] logProbs(float[] h, int n) {
         float[] logits = logits(h, n);
-        float[] out = new float[logits.length];
         for (int r = 0; r < n; r++) {
-            k.logSoftmax(out, r * vocab, logits, r * vocab, vocab);
+            k.logSoftmax(logits, r * vocab, logits, r * vocab, vocab); // in place: each element is read, then written
         }
-        return out;
+        return logits;
     }
 }

@@ -14,6 +14,7 @@ import picocli.CommandLine.Command;
                 InspectCommand.class,
                 GoldenCommand.class,
                 ConvertCommand.class,
+                BenchCommand.class,
                 BackendsCommand.class,
                 CommandLine.HelpCommand.class
         })

@@ -36,6 +36,17 @@ final class ProgressLine {
         out.flush();
     }
 
+    /** Shows {@code message} in place of the previous status (terminal only). */
+    void status(String message) {
+        if (!enabled) {
+            return;
+        }
+        String line = "\r" + message;
+        out.print(line + " ".repeat(Math.max(0, lastLength - line.length())));
+        lastLength = line.length();
+        out.flush();
+    }
+
     /** Ends the line so later output starts on a fresh one. */
     void finish() {
         if (enabled && lastLength > 0) {

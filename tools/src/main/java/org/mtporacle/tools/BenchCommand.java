@@ -1,0 +1,158 @@
+package org.mtporacle.tools;
+
+import org.mtporacle.api.DraftModel;
+import org.mtporacle.api.DraftRows;
+import org.mtporacle.api.DraftSampling;
+import org.mtporacle.api.MtpBackend;
+import org.mtporacle.api.MtpBackends;
+import org.mtporacle.api.MtpException;
+import org.mtporacle.api.MtpModel;
+import org.mtporacle.conformance.FixtureRecipe;
+import org.mtporacle.conformance.chain.ChainData;
+import org.mtporacle.reference.ReferenceBackend;
+import org.mtporacle.reference.bench.BenchOptions;
+import org.mtporacle.reference.bench.BenchReport;
+import org.mtporacle.reference.bench.KernelBench;
+import org.mtporacle.reference.fixture.FixtureModels;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code mtp bench}: kernel and draft-step figures of the reference, each with its ratio to a baseline measured in
+ * the same run (read bandwidth, the bandwidth floor, OpenBLAS sgemm); with {@code --backend}, a backend's draft round
+ * beside the reference's on the same model.
+ */
+@Command(name = "bench", mixinStandardHelpOptions = true,
+        description = {"Measure the reference's kernels and draft step against same-run baselines.",
+                "Figures: STREAM-style read bandwidth; BF16 and 4-bit mat-vec as a fraction of it; a draft step "
+                        + "against the bandwidth floor; the lifecycle's overhead; prefill against OpenBLAS sgemm "
+                        + "(set OPENBLAS_CORETYPE=SkylakeX on AVX-512 CPUs; skipped with a note when absent)."})
+final class BenchCommand implements Callable<Integer> {
+    @Option(names = "--preset", paramLabel = "NAME",
+            description = "Model shape (default: qwen3.5-0.8b, or small with --quick).")
+    String preset;
+
+    @Option(names = "--threads", paramLabel = "N[,N...]", split = ",", description = "Thread counts (default: 1,2).")
+    List<Integer> threads;
+
+    @Option(names = "--repetitions", paramLabel = "N", description = "Timed repetitions; medians are reported.")
+    Integer repetitions;
+
+    @Option(names = "--quick", description = "A short smoke run (small shapes, fewer repetitions).")
+    boolean quick;
+
+    @Option(names = "--no-openblas", description = "Skip the OpenBLAS comparison.")
+    boolean noOpenBlas;
+
+    @Option(names = "--backend", paramLabel = "NAME",
+            description = "Also time this backend's draft round beside the reference's, on the preset's fixture.")
+    String backend;
+
+    @Option(names = "--rounds", paramLabel = "N", defaultValue = "20",
+            description = "Draft rounds timed per side with --backend (default: ${DEFAULT-VALUE}).")
+    int rounds;
+
+    @Option(names = "--json", description = "Print JSON instead of the table.")
+    boolean json;
+
+    @Option(names = "--quiet", description = "No progress lines.")
+    boolean quiet;
+
+    @Override
+    public Integer call() {
+        BenchOptions o = quick ? BenchOptions.quick() : BenchOptions.defaults();
+        if (preset != null) {
+            o = o.withPreset(preset);
+        }
+        if (threads != null) {
+            o = o.withThreads(threads);
+        }
+        if (repetitions != null) {
+            o = o.withRepetitions(repetitions);
+        }
+        if (noOpenBlas) {
+            o = o.withOpenBlas(false);
+        }
+        FixtureModels.preset(o.preset());
+        ProgressLine progress = new ProgressLine(quiet || json);
+        BenchReport report = KernelBench.run(o, line -> progress.status("bench: " + line));
+        String comparison = backend == null ? null : compare(o.preset(), progress);
+        progress.finish();
+        if (json) {
+            System.out.println(comparison == null ? report.toJson()
+                    : "{\"kernels\": " + report.toJson() + ", \"backendComparison\": " + comparison + "}");
+        } else {
+            System.out.print(report.toTable());
+        }
+        return MtpCommand.EXIT_OK;
+    }
+
+    /** Times draft rounds (depth 1, then commit) at B = 1 on the reference and on the backend; prints the ratio. */
+    private String compare(String presetName, ProgressLine progress) {
+        MtpBackend b = MtpBackends.byName(backend);
+        if (!b.availability().available()) {
+            throw new MtpException(MtpException.Kind.UNAVAILABLE, "--backend " + backend + " is unavailable: "
+                    + b.availability().reason());
+        }
+        FixtureRecipe recipe = new FixtureRecipe("bench-" + presetName, presetName, 11, FixtureModels.Layout.HF,
+                org.mtporacle.api.DType.BF16, 0, 0);
+        progress.status("bench: writing/loading the " + presetName + " fixture for the backend comparison");
+        MtpModel model = recipe.load(FixtureRecipe.defaultCache());
+        List<String> lines = new ArrayList<>();
+        StringBuilder js = new StringBuilder("[");
+        double refMs = 0;
+        List<String> labels = new ArrayList<>();
+        List<Map<String, String>> options = new ArrayList<>();
+        labels.add("reference");
+        options.add(Map.of());
+        b.profiles().forEach(p -> {
+            labels.add(p.label());
+            options.add(p.options());
+        });
+        for (int i = 0; i < labels.size(); i++) {
+            MtpBackend side = i == 0 ? new ReferenceBackend() : b;
+            try (DraftModel dm = side.load(model, options.get(i))) {
+                double ms = medianRoundMillis(dm, model);
+                if (i == 0) {
+                    refMs = ms;
+                }
+                lines.add(String.format(Locale.ROOT, "%-16s draft round B=1 (depth 1 + commit): %9.2f ms  ratio %.3f  "
+                        + "(%s)", labels.get(i), ms, ms / refMs, dm.numerics()));
+                js.append(i == 0 ? "" : ",").append(String.format(Locale.ROOT,
+                        "{\"profile\": \"%s\", \"ms\": %.4f, \"ratioToReference\": %.4f}", labels.get(i), ms,
+                        ms / refMs));
+            }
+        }
+        System.out.println("draft round on " + presetName + " (same run, median of " + rounds + "):");
+        lines.forEach(System.out::println);
+        System.out.println();
+        return js.append("]").toString();
+    }
+
+    private double medianRoundMillis(DraftModel dm, MtpModel model) {
+        int h = model.config().hiddenSize();
+        try (DraftRows rows = dm.openRows(Collections.singletonList(null))) {
+            ChainData.PrefillArgs p = ChainData.prefill(3, 1, 64, model.config().vocabSize(), h);
+            rows.prefill(p.tokens(), p.context());
+            var ctx = ChainData.hiddens(new java.util.SplittableRandom(4), 1, 2, h);
+            double[] t = new double[rounds + 3];
+            for (int r = 0; r < t.length; r++) {
+                long start = System.nanoTime();
+                rows.draft(new int[] {r % model.config().vocabSize()}, 1, new long[] {r}, DraftSampling.greedy(1));
+                rows.commit(new int[] {0}, ctx);
+                t[r] = (System.nanoTime() - start) / 1e6;
+            }
+            double[] timed = Arrays.copyOfRange(t, 3, t.length); // the first rounds warm up
+            Arrays.sort(timed);
+            return timed[timed.length / 2];
+        }
+    }
+}
