@@ -1,0 +1,33 @@
+package org.mtporacle.mlx;
+
+import org.mtporacle.conformance.lockstep.Tolerance;
+
+import java.util.Map;
+
+/** The TCK on MLX, precision=native (bf16 profile), small and small-q4 fixtures. */
+class MlxNativeSmallVerificationTest extends MlxVerification {
+    @Override
+    protected Map<String, String> backendOptions() {
+        return Map.of("precision", "native", "device", "cpu");
+    }
+
+    @Override
+    protected Tolerance tolerance() {
+        return Tolerance.BF16;
+    }
+
+    @Override
+    protected String denseFixture() {
+        return "small";
+    }
+
+    @Override
+    protected String quantizedFixture() {
+        return "small-q4";
+    }
+
+    @Override
+    protected int lockstepChains() {
+        return 15;
+    }
+}
