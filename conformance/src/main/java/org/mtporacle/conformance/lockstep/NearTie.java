@@ -99,6 +99,36 @@ public final class NearTie {
         return (1 - u) * (lMax + wj) > u * rMin && (1 - u) * lMin - u * wj <= u * rMax;
     }
 
+    /** The number of values in ascending {@code a} that are {@code < x}. */
+    private static int lowerBound(float[] a, double x) {
+        int lo = 0;
+        int hi = a.length;
+        while (lo < hi) {
+            int mid = (lo + hi) >>> 1;
+            if (a[mid] < x) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        return lo;
+    }
+
+    /** The number of values in ascending {@code a} that are {@code ≤ x}. */
+    private static int upperBound(float[] a, double x) {
+        int lo = 0;
+        int hi = a.length;
+        while (lo < hi) {
+            int mid = (lo + hi) >>> 1;
+            if (a[mid] <= x) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        return lo;
+    }
+
     /** Tokens whose top-k or top-p decision a perturbation of at most {@code eps} per log-prob could flip. */
     private static boolean[] boundaryTokens(float[] lp, boolean[] kept, RowSampler s, double eps) {
         int v = lp.length;
@@ -113,17 +143,25 @@ public final class NearTie {
             }
         }
         if (s.topP() > 0 && s.topP() < 1) {
-            Integer[] order = new Integer[v];
+            // Token i's inclusive ascending cumulative probability can range over [lo, hi]: at least the tokens surely
+            // below it (lp < lp_i − 2ε), each probability scaled down by e^−ε; at most every token that can sort
+            // below it (lp ≤ lp_i + 2ε), scaled up by e^ε. It is kept iff that sum exceeds 1 − topP.
+            float[] sorted = lp.clone();
+            Arrays.sort(sorted);
+            double[] prefix = new double[v + 1];
             for (int i = 0; i < v; i++) {
-                order[i] = i;
+                prefix[i + 1] = prefix[i] + Math.exp(sorted[i]);
             }
-            Arrays.sort(order, (a, b) -> Float.compare(lp[a], lp[b]));
             double theta = 1 - s.topP();
-            double cum = 0;
-            double grow = Math.exp(2 * eps);
-            for (int i : order) {
-                cum += Math.exp(lp[i]);
-                unsure[i] |= cum / grow <= theta && theta < cum * grow;
+            double down = Math.exp(-eps);
+            double up = Math.exp(eps);
+            for (int i = 0; i < v; i++) {
+                double p = Math.exp(lp[i]);
+                int below = lowerBound(sorted, lp[i] - 2 * eps);           // tokens with lp < lp_i − 2ε
+                int maybeBelow = upperBound(sorted, lp[i] + 2 * eps);      // tokens with lp ≤ lp_i + 2ε (i included)
+                double lo = (prefix[below] + p) * down;
+                double hi = prefix[maybeBelow] * up;
+                unsure[i] |= lo <= theta && theta < hi;
             }
         }
         return unsure;

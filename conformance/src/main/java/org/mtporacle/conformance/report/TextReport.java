@@ -26,10 +26,11 @@ public final class TextReport {
         }
         for (ConformReport.Entry e : r.entries()) {
             for (ConformReport.FailureRecord f : e.failures()) {
-                sb.append(String.format(Locale.ROOT, "%nFAILED %s: %s%n  %s at action %d of %d (shrunk from %d)%n",
-                        e.key(), f.category(), f.message(), f.shrunkActions().isEmpty() ? "?"
+                sb.append(String.format(Locale.ROOT, "%nFAILED %s: %s: %s%n  at action %d of %d (%s), shrunk from %d "
+                                + "actions%n", e.key(), f.category(), f.message(), f.actionIndex(),
+                        f.shrunkActions().size(), f.shrunkActions().isEmpty() ? "?"
                                 : f.shrunkActions().get(Math.min(f.actionIndex(), f.shrunkActions().size() - 1)),
-                        f.actionIndex(), f.shrunkActions().size(), f.originalLength()));
+                        f.originalLength()));
                 sb.append("  chain: ").append(String.join("; ", f.shrunkActions())).append('\n');
                 if (f.trace() != null) {
                     sb.append("  replay: mtp replay ").append(f.trace()).append('\n');
