@@ -78,7 +78,7 @@ public final class MlxDraftModel implements DraftModel {
         return "mlx " + (stream.isGpu() ? "gpu" : "cpu") + " " + checkpointDType.name().toLowerCase()
                 + " (precision=" + precision.name().toLowerCase() + ", MLX " + lib.version()
                 + "; " + (stream.isGpu() ? "" : "quantized products accumulate in f32; ")
-                + "greedy drafts on device, seeded drafts sampled on the host from device log-probs)";
+                + "greedy and seeded drafts sampled on device, one host read per round)";
     }
 
     public Precision precision() {

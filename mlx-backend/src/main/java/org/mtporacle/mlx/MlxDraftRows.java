@@ -10,7 +10,6 @@ import org.mtporacle.api.RowCheckpoint;
 import org.mtporacle.api.RowContract;
 import org.mtporacle.mlx.handle.MlxArray;
 import org.mtporacle.mlx.handle.MlxOps;
-import org.mtporacle.reference.sampling.DraftSampler;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -46,6 +45,7 @@ final class MlxDraftRows implements DraftRows {
     private int depth;
     private boolean closed;
     private String poisonedBy;
+    private int draftHostReads;
 
     MlxDraftRows(MlxDraftModel model) {
         this.model = model;
@@ -221,13 +221,9 @@ final class MlxDraftRows implements DraftRows {
                         + "prefilled first, spec §5.7)");
             }
         }
-        boolean allGreedy = true;
-        for (int r = 0; r < b; r++) {
-            allGreedy &= sampling.row(r).isGreedy();
-        }
-        boolean deviceChain = allGreedy;
         int[][] out = new int[b][depth];
         int[] after = lengths.clone();
+        int[] reads = new int[1];
         device("draft", ops -> {
             MlxBlock.Kv kv = ensureCapacity(ops, new MlxBlock.Kv(keys, values, lengths.clone()), Math.max(1, depth));
             MlxArray ids = ops.fromInts(pending.clone(), b, 1);
@@ -235,30 +231,18 @@ final class MlxDraftRows implements DraftRows {
             if (depth == 0) {
                 // the pending row only; no logits, no sampling (spec §5.7, §11.2)
                 kv = model.block().forward(ops, ids, hin, kv).kv();
-            }
-            List<MlxArray> chain = new ArrayList<>();
-            for (int t = 0; t < depth; t++) {
-                MlxBlock.Step step = model.block().forward(ops, ids, hin, kv);
-                kv = step.kv();
-                MlxArray lp = model.block().logProbs(ops, step.y());
-                if (deviceChain) {
-                    // greedy on device: argmax keeps the lowest index on ties
-                    MlxArray tok = ops.argmax(lp, -1, false);
+            } else {
+                // every draw stays on the device and feeds the next position; the round's keys go up once
+                MlxDraftSampler sampler = MlxDraftSampler.forRound(ops, sampling, steps, depth, vocab);
+                List<MlxArray> chain = new ArrayList<>();
+                for (int t = 0; t < depth; t++) {
+                    MlxBlock.Step step = model.block().forward(ops, ids, hin, kv);
+                    kv = step.kv();
+                    MlxArray tok = sampler.draw(ops, model.block().logProbs(ops, step.y()), t); // [B]
                     chain.add(tok);
                     ids = ops.reshape(tok, b, 1);
-                } else {
-                    // seeded rows draw on the host from the device log-probs (conformance/SPEC.md §6)
-                    float[] host = ops.toFloats(lp);
-                    int[] next = new int[b];
-                    for (int r = 0; r < b; r++) {
-                        next[r] = DraftSampler.sample(host, r * vocab, vocab, sampling.row(r), steps[r] + t);
-                        out[r][t] = next[r];
-                    }
-                    ids = ops.fromInts(next, b, 1);
+                    hin = step.y();
                 }
-                hin = step.y();
-            }
-            if (deviceChain && depth > 0) {
                 int[] packed = ops.toInts(ops.stack(chain)); // [depth, B], the round's one host read
                 for (int t = 0; t < depth; t++) {
                     for (int r = 0; r < b; r++) {
@@ -268,7 +252,9 @@ final class MlxDraftRows implements DraftRows {
             }
             publish(ops, kv.keys(), kv.values(), null, false);
             System.arraycopy(kv.lengths(), 0, after, 0, b);
+            reads[0] = ops.hostReads();
         });
+        draftHostReads = reads[0];
         beforeRound = lengths;
         lengths = after;
         drafts = new int[b][];
@@ -359,6 +345,11 @@ final class MlxDraftRows implements DraftRows {
         });
         return new RowCheckpoint(RowCheckpoint.SCHEMA, kept + 1, kept, model.model().identity(), out[0], out[1],
                 out[2]);
+    }
+
+    /** How many arrays the last {@link #draft} round copied to the host: 1 when it drafted, 0 at depth 0 (for tests). */
+    int draftHostReads() {
+        return draftHostReads;
     }
 
     /** The drafter positions each row holds (for tests). */

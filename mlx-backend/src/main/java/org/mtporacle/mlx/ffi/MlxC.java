@@ -98,6 +98,22 @@ public final class MlxC {
     private final MethodHandle mlxZeros;
     private final MethodHandle mlxLogsumexpAxis;
     private final MethodHandle mlxArgmaxAxis;
+    private final MethodHandle mlxMaxAxis;
+    private final MethodHandle mlxSumAxis;
+    private final MethodHandle mlxArgsortAxis;
+    private final MethodHandle mlxTakeAlongAxis;
+    private final MethodHandle mlxCumsum;
+    private final MethodHandle mlxExp;
+    private final MethodHandle mlxNegative;
+    private final MethodHandle mlxIsinf;
+    private final MethodHandle mlxEqual;
+    private final MethodHandle mlxGreater;
+    private final MethodHandle mlxLess;
+    private final MethodHandle mlxLogicalAnd;
+    private final MethodHandle mlxLogicalNot;
+    private final MethodHandle mlxWhere;
+    // random.h
+    private final MethodHandle mlxRandomUniform;
     // fast.h
     private final MethodHandle mlxFastRmsNorm;
     private final MethodHandle mlxFastScaledDotProductAttention;
@@ -156,6 +172,22 @@ public final class MlxC {
         mlxZeros = h("mlx_zeros", JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, HANDLE);
         mlxLogsumexpAxis = h("mlx_logsumexp_axis", JAVA_INT, ADDRESS, HANDLE, JAVA_INT, JAVA_BOOLEAN, HANDLE);
         mlxArgmaxAxis = h("mlx_argmax_axis", JAVA_INT, ADDRESS, HANDLE, JAVA_INT, JAVA_BOOLEAN, HANDLE);
+        mlxMaxAxis = h("mlx_max_axis", JAVA_INT, ADDRESS, HANDLE, JAVA_INT, JAVA_BOOLEAN, HANDLE);
+        mlxSumAxis = h("mlx_sum_axis", JAVA_INT, ADDRESS, HANDLE, JAVA_INT, JAVA_BOOLEAN, HANDLE);
+        mlxArgsortAxis = h("mlx_argsort_axis", JAVA_INT, ADDRESS, HANDLE, JAVA_INT, HANDLE);
+        mlxTakeAlongAxis = h("mlx_take_along_axis", JAVA_INT, ADDRESS, HANDLE, HANDLE, JAVA_INT, HANDLE);
+        mlxCumsum = h("mlx_cumsum", JAVA_INT, ADDRESS, HANDLE, JAVA_INT, JAVA_BOOLEAN, JAVA_BOOLEAN, HANDLE);
+        mlxExp = h("mlx_exp", JAVA_INT, ADDRESS, HANDLE, HANDLE);
+        mlxNegative = h("mlx_negative", JAVA_INT, ADDRESS, HANDLE, HANDLE);
+        mlxIsinf = h("mlx_isinf", JAVA_INT, ADDRESS, HANDLE, HANDLE);
+        mlxEqual = h("mlx_equal", JAVA_INT, ADDRESS, HANDLE, HANDLE, HANDLE);
+        mlxGreater = h("mlx_greater", JAVA_INT, ADDRESS, HANDLE, HANDLE, HANDLE);
+        mlxLess = h("mlx_less", JAVA_INT, ADDRESS, HANDLE, HANDLE, HANDLE);
+        mlxLogicalAnd = h("mlx_logical_and", JAVA_INT, ADDRESS, HANDLE, HANDLE, HANDLE);
+        mlxLogicalNot = h("mlx_logical_not", JAVA_INT, ADDRESS, HANDLE, HANDLE);
+        mlxWhere = h("mlx_where", JAVA_INT, ADDRESS, HANDLE, HANDLE, HANDLE, HANDLE);
+        mlxRandomUniform = h("mlx_random_uniform", JAVA_INT, ADDRESS, HANDLE, HANDLE, ADDRESS, JAVA_LONG, JAVA_INT,
+                HANDLE, HANDLE);
         mlxFastRmsNorm = h("mlx_fast_rms_norm", JAVA_INT, ADDRESS, HANDLE, HANDLE, JAVA_FLOAT, HANDLE);
         mlxFastScaledDotProductAttention = h("mlx_fast_scaled_dot_product_attention", JAVA_INT, ADDRESS, HANDLE,
                 HANDLE, HANDLE, JAVA_FLOAT, ADDRESS, HANDLE, HANDLE, HANDLE);
@@ -413,6 +445,76 @@ public final class MlxC {
 
     public int mlx_argmax_axis(MemorySegment res, MemorySegment a, int axis, boolean keepdims, MemorySegment s) {
         try { return (int) mlxArgmaxAxis.invokeExact(res, a, axis, keepdims, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_max_axis(MemorySegment res, MemorySegment a, int axis, boolean keepdims, MemorySegment s) {
+        try { return (int) mlxMaxAxis.invokeExact(res, a, axis, keepdims, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_sum_axis(MemorySegment res, MemorySegment a, int axis, boolean keepdims, MemorySegment s) {
+        try { return (int) mlxSumAxis.invokeExact(res, a, axis, keepdims, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_argsort_axis(MemorySegment res, MemorySegment a, int axis, MemorySegment s) {
+        try { return (int) mlxArgsortAxis.invokeExact(res, a, axis, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_take_along_axis(MemorySegment res, MemorySegment a, MemorySegment indices, int axis,
+                                   MemorySegment s) {
+        try { return (int) mlxTakeAlongAxis.invokeExact(res, a, indices, axis, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_cumsum(MemorySegment res, MemorySegment a, int axis, boolean reverse, boolean inclusive,
+                          MemorySegment s) {
+        try { return (int) mlxCumsum.invokeExact(res, a, axis, reverse, inclusive, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_exp(MemorySegment res, MemorySegment a, MemorySegment s) {
+        try { return (int) mlxExp.invokeExact(res, a, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_negative(MemorySegment res, MemorySegment a, MemorySegment s) {
+        try { return (int) mlxNegative.invokeExact(res, a, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_isinf(MemorySegment res, MemorySegment a, MemorySegment s) {
+        try { return (int) mlxIsinf.invokeExact(res, a, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_equal(MemorySegment res, MemorySegment a, MemorySegment b, MemorySegment s) {
+        try { return (int) mlxEqual.invokeExact(res, a, b, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_greater(MemorySegment res, MemorySegment a, MemorySegment b, MemorySegment s) {
+        try { return (int) mlxGreater.invokeExact(res, a, b, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_less(MemorySegment res, MemorySegment a, MemorySegment b, MemorySegment s) {
+        try { return (int) mlxLess.invokeExact(res, a, b, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_logical_and(MemorySegment res, MemorySegment a, MemorySegment b, MemorySegment s) {
+        try { return (int) mlxLogicalAnd.invokeExact(res, a, b, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_logical_not(MemorySegment res, MemorySegment a, MemorySegment s) {
+        try { return (int) mlxLogicalNot.invokeExact(res, a, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_where(MemorySegment res, MemorySegment condition, MemorySegment x, MemorySegment y,
+                         MemorySegment s) {
+        try { return (int) mlxWhere.invokeExact(res, condition, x, y, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    // ---- random.h
+
+    public int mlx_random_uniform(MemorySegment res, MemorySegment low, MemorySegment high, MemorySegment shape,
+                                  long shapeNum, int dtype, MemorySegment key, MemorySegment s) {
+        try {
+            return (int) mlxRandomUniform.invokeExact(res, low, high, shape, shapeNum, dtype, key, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
     }
 
     // ---- fast.h

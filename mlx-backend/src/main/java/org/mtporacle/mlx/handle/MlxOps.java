@@ -22,6 +22,7 @@ public final class MlxOps {
     private final MlxStream stream;
     private final MlxScope scope;
     private final Arena arena = Arena.ofAuto();
+    private int hostReads;
     private static final MemorySegment NULL_ARRAY = nullHandle();
 
     public MlxOps(MlxStream stream, MlxScope scope) {
@@ -33,6 +34,11 @@ public final class MlxOps {
 
     public MlxScope scope() {
         return scope;
+    }
+
+    /** How many arrays these ops copied to the host so far ({@link #toFloats}, {@link #toInts}, {@link #toHost}). */
+    public int hostReads() {
+        return hostReads;
     }
 
     private static MemorySegment nullHandle() {
@@ -112,6 +118,14 @@ public final class MlxOps {
         }
     }
 
+    /** A copy of {@code values} shaped {@code shape} as uint32 (each int's 32 bits, read unsigned). */
+    public MlxArray fromUints(int[] values, int... shape) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment data = values.length == 0 ? a.allocate(4) : a.allocateFrom(ValueLayout.JAVA_INT, values);
+            return newData(data, shape, MlxC.MLX_UINT32, 4, values.length);
+        }
+    }
+
     /** A copy of {@code values} shaped {@code shape} as bool. */
     public MlxArray fromBools(boolean[] values, int... shape) {
         try (Arena a = Arena.ofConfined()) {
@@ -172,6 +186,7 @@ public final class MlxOps {
     public float[] toFloats(MlxArray a) {
         MlxArray f = contiguous(a.dtype() == MlxC.MLX_FLOAT32 ? a : astype(a, MlxC.MLX_FLOAT32));
         eval(f);
+        hostReads++;
         long n = c.mlx_array_size(f.handle());
         MemorySegment p = c.mlx_array_data_float32(f.handle());
         if (n > 0 && p.equals(MemorySegment.NULL)) {
@@ -184,6 +199,7 @@ public final class MlxOps {
     public int[] toInts(MlxArray a) {
         MlxArray f = contiguous(a.dtype() == MlxC.MLX_INT32 ? a : astype(a, MlxC.MLX_INT32));
         eval(f);
+        hostReads++;
         long n = c.mlx_array_size(f.handle());
         MemorySegment p = c.mlx_array_data_int32(f.handle());
         if (n > 0 && p.equals(MemorySegment.NULL)) {
@@ -210,6 +226,51 @@ public final class MlxOps {
 
     public MlxArray multiply(MlxArray a, MlxArray b) {
         return op("mlx_multiply", r -> c.mlx_multiply(r, a.handle(), b.handle(), s()));
+    }
+
+    /** MLX's {@code exp} (on the CPU the polynomial written out in conformance/SPEC.md, "Random stream" §5). */
+    public MlxArray exp(MlxArray a) {
+        return op("mlx_exp", r -> c.mlx_exp(r, a.handle(), s()));
+    }
+
+    public MlxArray negative(MlxArray a) {
+        return op("mlx_negative", r -> c.mlx_negative(r, a.handle(), s()));
+    }
+
+    /** {@code a == ±inf}, as bool. */
+    public MlxArray isinf(MlxArray a) {
+        return op("mlx_isinf", r -> c.mlx_isinf(r, a.handle(), s()));
+    }
+
+    /** {@code a == b} elementwise (broadcasting), as bool. */
+    public MlxArray equal(MlxArray a, MlxArray b) {
+        return op("mlx_equal", r -> c.mlx_equal(r, a.handle(), b.handle(), s()));
+    }
+
+    /** {@code a > b} elementwise (broadcasting), as bool; false when either is NaN. */
+    public MlxArray greater(MlxArray a, MlxArray b) {
+        return op("mlx_greater", r -> c.mlx_greater(r, a.handle(), b.handle(), s()));
+    }
+
+    /** {@code a < b} elementwise (broadcasting), as bool; false when either is NaN. */
+    public MlxArray less(MlxArray a, MlxArray b) {
+        return op("mlx_less", r -> c.mlx_less(r, a.handle(), b.handle(), s()));
+    }
+
+    public MlxArray logicalAnd(MlxArray a, MlxArray b) {
+        return op("mlx_logical_and", r -> c.mlx_logical_and(r, a.handle(), b.handle(), s()));
+    }
+
+    public MlxArray logicalNot(MlxArray a) {
+        return op("mlx_logical_not", r -> c.mlx_logical_not(r, a.handle(), s()));
+    }
+
+    /** {@code condition ? x : y} elementwise (broadcasting); {@code condition} must be bool. */
+    public MlxArray where(MlxArray condition, MlxArray x, MlxArray y) {
+        if (condition.dtype() != MlxC.MLX_BOOL) {
+            throw MtpException.invalidArgument("mlx_where: condition dtype " + condition.dtype() + " is not bool");
+        }
+        return op("mlx_where", r -> c.mlx_where(r, condition.handle(), x.handle(), y.handle(), s()));
     }
 
     public MlxArray sigmoid(MlxArray a) {
@@ -390,6 +451,64 @@ public final class MlxOps {
     public MlxArray argmax(MlxArray a, int axis, boolean keepdims) {
         int ax = axis("mlx_argmax_axis", a, axis);
         return op("mlx_argmax_axis", r -> c.mlx_argmax_axis(r, a.handle(), ax, keepdims, s()));
+    }
+
+    public MlxArray max(MlxArray a, int axis, boolean keepdims) {
+        int ax = axis("mlx_max_axis", a, axis);
+        return op("mlx_max_axis", r -> c.mlx_max_axis(r, a.handle(), ax, keepdims, s()));
+    }
+
+    public MlxArray sum(MlxArray a, int axis, boolean keepdims) {
+        int ax = axis("mlx_sum_axis", a, axis);
+        return op("mlx_sum_axis", r -> c.mlx_sum_axis(r, a.handle(), ax, keepdims, s()));
+    }
+
+    /**
+     * The running sum along {@code axis}, left to right on the CPU: inclusive ({@code out[i] = a[0] + … + a[i]}) or
+     * exclusive ({@code out[0] = 0}, {@code out[i] = out[i−1] + a[i−1]}).
+     */
+    public MlxArray cumsum(MlxArray a, int axis, boolean inclusive) {
+        int ax = axis("mlx_cumsum", a, axis);
+        return op("mlx_cumsum", r -> c.mlx_cumsum(r, a.handle(), ax, false, inclusive, s()));
+    }
+
+    /** The indices that sort {@code a} ascending along {@code axis}: stable (equal values by index), NaN last. */
+    public MlxArray argsort(MlxArray a, int axis) {
+        int ax = axis("mlx_argsort_axis", a, axis);
+        return op("mlx_argsort_axis", r -> c.mlx_argsort_axis(r, a.handle(), ax, s()));
+    }
+
+    /** {@code a} gathered at {@code indices} (same rank, broadcasting) along {@code axis}. */
+    public MlxArray takeAlong(MlxArray a, MlxArray indices, int axis) {
+        int ax = axis("mlx_take_along_axis", a, axis);
+        if (indices.rank() != a.rank()) {
+            throw MtpException.invalidArgument("mlx_take_along_axis: indices rank " + indices.rank()
+                    + " differs from array rank " + a.rank());
+        }
+        return op("mlx_take_along_axis", r -> c.mlx_take_along_axis(r, a.handle(), indices.handle(), ax, s()));
+    }
+
+    // ---- random
+
+    /**
+     * {@code mx.random.uniform(shape, float32, key)}: {@code min(f32(bits) / f32(2^32 − 1), nextafter(1, 0))} on
+     * {@code bits(key, size)} (conformance/SPEC.md, "Random stream" §4). {@code key} is one uint32 key of shape [2].
+     */
+    public MlxArray uniform(MlxArray key, int... shape) {
+        if (key.dtype() != MlxC.MLX_UINT32 || !Arrays.equals(key.shape(), new int[] {2})) {
+            throw MtpException.invalidArgument("mlx_random_uniform: key must be uint32 of shape [2], got dtype "
+                    + key.dtype() + " shape " + Arrays.toString(key.shape()));
+        }
+        for (int d : shape) {
+            if (d < 0) {
+                throw MtpException.invalidArgument("mlx_random_uniform: negative dimension in "
+                        + Arrays.toString(shape));
+            }
+        }
+        MlxArray low = fromFloats(new float[] {0.0f});
+        MlxArray high = fromFloats(new float[] {1.0f});
+        return op("mlx_random_uniform", r -> c.mlx_random_uniform(r, low.handle(), high.handle(), ints(shape),
+                shape.length, MlxC.MLX_FLOAT32, key.handle(), s()));
     }
 
     /** {@code x · (mean(x²) + ε)^-½ · w} over the last axis (MLX fast rms_norm, f32 inside). */
