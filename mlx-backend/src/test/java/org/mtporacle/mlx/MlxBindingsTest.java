@@ -112,6 +112,12 @@ class MlxBindingsTest {
             assertInvalid(() -> ops.rmsNorm(a, a, Float.NaN));
             assertInvalid(() -> ops.quantizedMatmul(a, a, a, a, 48, 4));
             assertInvalid(() -> ops.concatenate(List.of(), 0));
+            assertInvalid(() -> ops.uniform(ops.fromInts(new int[] {1, 2}, 2), 1)); // a key is uint32
+            assertInvalid(() -> ops.uniform(ops.fromUints(new int[] {1, 2, 3, 4}, 2, 2), 1)); // one key only
+            assertInvalid(() -> ops.where(a, a, a)); // the condition must be bool
+            assertInvalid(() -> ops.takeAlong(a, ops.fromInts(new int[] {0, 1}, 2), -1));
+            assertInvalid(() -> ops.cumsum(a, 2, true));
+            assertInvalid(() -> ops.argsort(a, -3));
         });
     }
 
