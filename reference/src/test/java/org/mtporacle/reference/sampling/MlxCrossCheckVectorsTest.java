@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import org.junit.jupiter.api.Test;
 
 /**
- * Values printed by MLX 0.31.1 itself (CPU, libmlx C++ API, /opt/mlx-src/rngcheck/rngcheck_cpp.cpp) for
+ * Values printed by MLX 0.31.1 itself (CPU, libmlx C++ API, a small check program outside the repository) for
  * {@code key(stepKey(seed, step))}; see conformance/SPEC.md, "Cross-check against MLX".
  */
 class MlxCrossCheckVectorsTest {

@@ -4,7 +4,7 @@ import java.util.Locale;
 
 /**
  * Prints the seeded-sampling test vectors: {@code table} writes the markdown of conformance/SPEC.md, {@code dump}
- * writes one line per value in the format the MLX cross-check program (/opt/mlx-src/rngcheck) prints, for a diff.
+ * writes one line per value in the format the MLX cross-check program (outside the repository) prints, for a diff.
  */
 public final class SpecVectorPrinter {
     static final long[] SEEDS = {0L, 1L, 42L, Long.MIN_VALUE + 5};
