@@ -41,7 +41,8 @@ final class LaneSum {
      * {@code res[k] = sum(acc[16k, 16k+16))} for {@code k < 16}, bit-identical to {@link #sum} of each row. With 16
      * lanes the 16 trees run side by side: level {@code b} (8, 4, 2, 1) packs two partial rows into one vector and adds
      * each lane {@code j} to lane {@code j ^ b} of the same row, exactly the pairs {@link #sum} adds (IEEE addition
-     * commutes), with 15 lane-wise adds instead of 64.
+     * commutes), with 15 lane-wise adds instead of 64. Level b: {@code a} in the lanes with bit b clear, {@code b} in those
+     * with it set, plus the same blend the other way round moved to the partner lanes.
      */
     static void sum16(float[] res, int resOff, float[] acc) {
         if (L != 16) {
@@ -50,21 +51,31 @@ final class LaneSum {
             }
             return;
         }
-        FloatVector b0 = pair(acc, 0, 1), b1 = pair(acc, 2, 3), b2 = pair(acc, 4, 5), b3 = pair(acc, 6, 7);
-        FloatVector b4 = pair(acc, 8, 9), b5 = pair(acc, 10, 11), b6 = pair(acc, 12, 13), b7 = pair(acc, 14, 15);
-        FloatVector c0 = pair(b0, b1, M4, X4), c1 = pair(b2, b3, M4, X4);
-        FloatVector c2 = pair(b4, b5, M4, X4), c3 = pair(b6, b7, M4, X4);
-        FloatVector d0 = pair(c0, c1, M2, X2), d1 = pair(c2, c3, M2, X2);
-        pair(d0, d1, M1, X1).rearrange(REV).intoArray(res, resOff);
-    }
-
-    private static FloatVector pair(float[] acc, int i, int k) {
-        return pair(FloatVector.fromArray(F, acc, i * 16), FloatVector.fromArray(F, acc, k * 16), M8, X8);
-    }
-
-    /** {@code a} in the lanes of {@code m}'s clear bits, {@code b} in its set bits, each lane plus its partner. */
-    private static FloatVector pair(FloatVector a, FloatVector b, VectorMask<Float> m, VectorShuffle<Float> x) {
-        return a.blend(b, m).add(b.blend(a, m).rearrange(x));
+        // Written out without helper methods: a helper taking vectors may be left uninlined (node-count cutoff),
+        // which boxes every vector it is passed.
+        FloatVector v0 = FloatVector.fromArray(F, acc, 0), v1 = FloatVector.fromArray(F, acc, 16);
+        FloatVector b0 = v0.blend(v1, M8).add(v1.blend(v0, M8).rearrange(X8));
+        v0 = FloatVector.fromArray(F, acc, 32); v1 = FloatVector.fromArray(F, acc, 48);
+        FloatVector b1 = v0.blend(v1, M8).add(v1.blend(v0, M8).rearrange(X8));
+        v0 = FloatVector.fromArray(F, acc, 64); v1 = FloatVector.fromArray(F, acc, 80);
+        FloatVector b2 = v0.blend(v1, M8).add(v1.blend(v0, M8).rearrange(X8));
+        v0 = FloatVector.fromArray(F, acc, 96); v1 = FloatVector.fromArray(F, acc, 112);
+        FloatVector b3 = v0.blend(v1, M8).add(v1.blend(v0, M8).rearrange(X8));
+        v0 = FloatVector.fromArray(F, acc, 128); v1 = FloatVector.fromArray(F, acc, 144);
+        FloatVector b4 = v0.blend(v1, M8).add(v1.blend(v0, M8).rearrange(X8));
+        v0 = FloatVector.fromArray(F, acc, 160); v1 = FloatVector.fromArray(F, acc, 176);
+        FloatVector b5 = v0.blend(v1, M8).add(v1.blend(v0, M8).rearrange(X8));
+        v0 = FloatVector.fromArray(F, acc, 192); v1 = FloatVector.fromArray(F, acc, 208);
+        FloatVector b6 = v0.blend(v1, M8).add(v1.blend(v0, M8).rearrange(X8));
+        v0 = FloatVector.fromArray(F, acc, 224); v1 = FloatVector.fromArray(F, acc, 240);
+        FloatVector b7 = v0.blend(v1, M8).add(v1.blend(v0, M8).rearrange(X8));
+        FloatVector c0 = b0.blend(b1, M4).add(b1.blend(b0, M4).rearrange(X4));
+        FloatVector c1 = b2.blend(b3, M4).add(b3.blend(b2, M4).rearrange(X4));
+        FloatVector c2 = b4.blend(b5, M4).add(b5.blend(b4, M4).rearrange(X4));
+        FloatVector c3 = b6.blend(b7, M4).add(b7.blend(b6, M4).rearrange(X4));
+        FloatVector d0 = c0.blend(c1, M2).add(c1.blend(c0, M2).rearrange(X2));
+        FloatVector d1 = c2.blend(c3, M2).add(c3.blend(c2, M2).rearrange(X2));
+        d0.blend(d1, M1).add(d1.blend(d0, M1).rearrange(X1)).rearrange(REV).intoArray(res, resOff);
     }
 
     private static VectorMask<Float> bit(int b) {
