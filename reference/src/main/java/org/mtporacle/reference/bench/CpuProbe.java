@@ -18,7 +18,7 @@ import org.mtporacle.reference.kernels.Kernels;
  * qwen3.5-0.8b shapes beside OpenBLAS {@code cblas_sgemm} (1 thread, run on the calling thread), and 4-bit g64
  * mat-vec in GB/s of weight read.
  *
- * <p>Usage: {@code CpuProbe [prefill|q4|all] [rows] [repetitions]}.
+ * <p>Usage: {@code CpuProbe [prefill|q4|all] [rows] [repetitions]}; {@code q4} also prints the 1-thread read bandwidth.
  */
 public final class CpuProbe {
     private static final ThreadMXBean MX = ManagementFactory.getThreadMXBean();
@@ -32,6 +32,11 @@ public final class CpuProbe {
         int reps = args.length > 2 ? Integer.parseInt(args[2]) : 5;
         try (Arena arena = Arena.ofShared(); Kernels k = new Kernels(KernelMode.VECTOR, 1)) {
             if (what.equals("q4") || what.equals("all")) {
+                try (ReadBandwidth rb = new ReadBandwidth(1L << 30, 1)) {
+                    double[] t = times(reps, rb::read);
+                    System.out.printf("read bandwidth 1 GiB, 1 thread: %.2f GB/s (min time), %.2f GB/s (median)%n",
+                            rb.bytes() / t[0] / 1e9, rb.bytes() / t[1] / 1e9);
+                }
                 for (int[] s : new int[][] {{248320, 1024}, {12288, 4096}}) {
                     LinearWeight w = BenchWeights.affine4(arena, s[0], s[1]);
                     float[] x = BenchWeights.pattern(s[1]);

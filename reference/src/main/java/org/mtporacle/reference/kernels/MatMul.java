@@ -17,7 +17,7 @@ import org.mtporacle.api.LinearWeight;
  */
 final class MatMul {
     /** f32 elements of a decoded weight panel: 256 KiB, so a panel stays in L2 while input rows stream past it. */
-    private static final int PANEL_FLOATS = Integer.getInteger("mtp.panel", 1 << 16);
+    private static final int PANEL_FLOATS = 1 << 16;
     /** Affine weight rows per block: their codes stay in L1 while the input rows pass. */
     private static final int AFFINE_BLOCK = 16;
 
