@@ -1,6 +1,7 @@
 package org.mtporacle.reference.kernels;
 
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorShuffle;
 import jdk.incubator.vector.VectorSpecies;
 
@@ -19,6 +20,11 @@ final class LaneSum {
     static final int L = F.length();
 
     private static final VectorShuffle<Float>[] HALVES = halves();
+    /** The transposed tree of {@link #sum16} (16 lanes): lanes with bit b set, and the partner lane {@code j ^ b}. */
+    private static final VectorMask<Float> M8 = bit(8), M4 = bit(4), M2 = bit(2), M1 = bit(1);
+    private static final VectorShuffle<Float> X8 = xor(8), X4 = xor(4), X2 = xor(2), X1 = xor(1);
+    /** Lane {@code k} ← lane {@code bitreverse4(k)}: where {@link #sum16} leaves the sum of row {@code k}. */
+    private static final VectorShuffle<Float> REV = VectorShuffle.fromOp(F, j -> Integer.reverse(j) >>> 28 & (L - 1));
 
     private LaneSum() {
     }
@@ -29,6 +35,63 @@ final class LaneSum {
             v = v.add(v.rearrange(s));
         }
         return v.lane(0);
+    }
+
+    /**
+     * {@code res[k] = sum(acc[16k, 16k+16))} for {@code k < 16}, bit-identical to {@link #sum} of each row. With 16
+     * lanes the 16 trees run side by side: level {@code b} (8, 4, 2, 1) packs two partial rows into one vector and adds
+     * each lane {@code j} to lane {@code j ^ b} of the same row, exactly the pairs {@link #sum} adds (IEEE addition
+     * commutes), with 15 lane-wise adds instead of 64. Level b: {@code a} in the lanes with bit b clear, {@code b} in those
+     * with it set, plus the same blend the other way round moved to the partner lanes.
+     */
+    static void sum16(float[] res, int resOff, float[] acc) {
+        if (L != 16) {
+            for (int k = 0; k < 16; k++) {
+                res[resOff + k] = sum(FloatVector.fromArray(F, acc, k * L));
+            }
+            return;
+        }
+        // Written out without helper methods: a helper taking vectors may be left uninlined (node-count cutoff),
+        // which boxes every vector it is passed.
+        FloatVector v0 = FloatVector.fromArray(F, acc, 0), v1 = FloatVector.fromArray(F, acc, 16);
+        FloatVector b0 = v0.blend(v1, M8).add(v1.blend(v0, M8).rearrange(X8));
+        v0 = FloatVector.fromArray(F, acc, 32); v1 = FloatVector.fromArray(F, acc, 48);
+        FloatVector b1 = v0.blend(v1, M8).add(v1.blend(v0, M8).rearrange(X8));
+        v0 = FloatVector.fromArray(F, acc, 64); v1 = FloatVector.fromArray(F, acc, 80);
+        FloatVector b2 = v0.blend(v1, M8).add(v1.blend(v0, M8).rearrange(X8));
+        v0 = FloatVector.fromArray(F, acc, 96); v1 = FloatVector.fromArray(F, acc, 112);
+        FloatVector b3 = v0.blend(v1, M8).add(v1.blend(v0, M8).rearrange(X8));
+        v0 = FloatVector.fromArray(F, acc, 128); v1 = FloatVector.fromArray(F, acc, 144);
+        FloatVector b4 = v0.blend(v1, M8).add(v1.blend(v0, M8).rearrange(X8));
+        v0 = FloatVector.fromArray(F, acc, 160); v1 = FloatVector.fromArray(F, acc, 176);
+        FloatVector b5 = v0.blend(v1, M8).add(v1.blend(v0, M8).rearrange(X8));
+        v0 = FloatVector.fromArray(F, acc, 192); v1 = FloatVector.fromArray(F, acc, 208);
+        FloatVector b6 = v0.blend(v1, M8).add(v1.blend(v0, M8).rearrange(X8));
+        v0 = FloatVector.fromArray(F, acc, 224); v1 = FloatVector.fromArray(F, acc, 240);
+        FloatVector b7 = v0.blend(v1, M8).add(v1.blend(v0, M8).rearrange(X8));
+        FloatVector c0 = b0.blend(b1, M4).add(b1.blend(b0, M4).rearrange(X4));
+        FloatVector c1 = b2.blend(b3, M4).add(b3.blend(b2, M4).rearrange(X4));
+        FloatVector c2 = b4.blend(b5, M4).add(b5.blend(b4, M4).rearrange(X4));
+        FloatVector c3 = b6.blend(b7, M4).add(b7.blend(b6, M4).rearrange(X4));
+        FloatVector d0 = c0.blend(c1, M2).add(c1.blend(c0, M2).rearrange(X2));
+        FloatVector d1 = c2.blend(c3, M2).add(c3.blend(c2, M2).rearrange(X2));
+        d0.blend(d1, M1).add(d1.blend(d0, M1).rearrange(X1)).rearrange(REV).intoArray(res, resOff);
+    }
+
+    private static VectorMask<Float> bit(int b) {
+        return VectorMask.fromLong(F, L == 16 ? bitsSet(b) : 0L);
+    }
+
+    private static long bitsSet(int b) {
+        long m = 0;
+        for (int j = 0; j < 16; j++) {
+            m |= (j & b) != 0 ? 1L << j : 0;
+        }
+        return m;
+    }
+
+    private static VectorShuffle<Float> xor(int b) {
+        return VectorShuffle.fromOp(F, j -> (j ^ b) & (L - 1));
     }
 
     @SuppressWarnings("unchecked")

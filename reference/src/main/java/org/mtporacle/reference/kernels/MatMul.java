@@ -79,6 +79,7 @@ final class MatMul {
         int panelRows = Math.max(4, PANEL_FLOATS / Math.max(1, in) / 4 * 4);
         float[] panel = new float[panelRows * in];
         float[] lanes = new float[16];
+        float[] acc = new float[16 * L];
         for (int o0 = oFrom; o0 < oTo; o0 += panelRows) {
             int p = Math.min(panelRows, oTo - o0);
             for (int pi = 0; pi < p; pi++) {
@@ -90,7 +91,7 @@ final class MatMul {
                 for (int pi = 0; pi < p; pi += 4) {
                     int pp = Math.min(4, p - pi);
                     if (rr == 4 && pp == 4) {
-                        dense4x4(lanes, xp, r0 * in, in, panel, pi * in, n);
+                        dense4x4(lanes, acc, xp, r0 * in, in, panel, pi * in, n);
                     } else {
                         for (int r = 0; r < rr; r++) {
                             for (int q = 0; q < pp; q++) {
@@ -98,13 +99,22 @@ final class MatMul {
                             }
                         }
                     }
-                    for (int r = 0; r < rr; r++) {
-                        for (int q = 0; q < pp; q++) {
-                            out[outOff + (r0 + r) * outF + o0 + pi + q] = MatVec.finish(lanes[r * 4 + q], xp,
-                                    (r0 + r) * in + n, panel, (pi + q) * in + n, in - n);
-                        }
-                    }
+                    store(out, outOff + r0 * outF + o0 + pi, outF, lanes, rr, pp, xp, r0 * in, panel, pi * in, in, n);
                 }
+            }
+        }
+    }
+
+    /** Writes the {@code rr × pp} tile {@code lanes[r·4 + q]} plus each output's tail, added last as in MatVec. */
+    private static void store(float[] out, int o, int outF, float[] lanes, int rr, int pp, float[] xp, int x0,
+            float[] pan, int w0, int in, int n) {
+        for (int r = 0; r < rr; r++) {
+            for (int q = 0; q < pp; q++) {
+                float t = 0f;
+                for (int i = n; i < in; i++) {
+                    t += xp[x0 + r * in + i] * pan[w0 + q * in + i];
+                }
+                out[o + r * outF + q] = lanes[r * 4 + q] + t;
             }
         }
     }
@@ -118,8 +128,8 @@ final class MatMul {
         return LaneSum.sum(acc);
     }
 
-    /** 4 input rows × 4 dense weight rows; {@code res[r·4 + q]} = lane sum of output (r, q). */
-    private static void dense4x4(float[] res, float[] xp, int xb, int in, float[] pan, int wb, int n) {
+    /** 4 input rows × 4 dense weight rows; {@code res[r·4 + q]} = lane sum of output (r, q) via {@code acc}. */
+    private static void dense4x4(float[] res, float[] acc, float[] xp, int xb, int in, float[] pan, int wb, int n) {
         FloatVector a00 = FloatVector.zero(F), a01 = FloatVector.zero(F), a02 = FloatVector.zero(F), a03 = FloatVector.zero(F);
         FloatVector a10 = FloatVector.zero(F), a11 = FloatVector.zero(F), a12 = FloatVector.zero(F), a13 = FloatVector.zero(F);
         FloatVector a20 = FloatVector.zero(F), a21 = FloatVector.zero(F), a22 = FloatVector.zero(F), a23 = FloatVector.zero(F);
@@ -138,9 +148,10 @@ final class MatMul {
             a02 = wv2.fma(xv0, a02); a12 = wv2.fma(xv1, a12); a22 = wv2.fma(xv2, a22); a32 = wv2.fma(xv3, a32);
             a03 = wv3.fma(xv0, a03); a13 = wv3.fma(xv1, a13); a23 = wv3.fma(xv2, a23); a33 = wv3.fma(xv3, a33);
         }
-        res[0] = LaneSum.sum(a00); res[1] = LaneSum.sum(a01); res[2] = LaneSum.sum(a02); res[3] = LaneSum.sum(a03);
-        res[4] = LaneSum.sum(a10); res[5] = LaneSum.sum(a11); res[6] = LaneSum.sum(a12); res[7] = LaneSum.sum(a13);
-        res[8] = LaneSum.sum(a20); res[9] = LaneSum.sum(a21); res[10] = LaneSum.sum(a22); res[11] = LaneSum.sum(a23);
-        res[12] = LaneSum.sum(a30); res[13] = LaneSum.sum(a31); res[14] = LaneSum.sum(a32); res[15] = LaneSum.sum(a33);
+        a00.intoArray(acc, 0); a01.intoArray(acc, L); a02.intoArray(acc, 2 * L); a03.intoArray(acc, 3 * L);
+        a10.intoArray(acc, 4 * L); a11.intoArray(acc, 5 * L); a12.intoArray(acc, 6 * L); a13.intoArray(acc, 7 * L);
+        a20.intoArray(acc, 8 * L); a21.intoArray(acc, 9 * L); a22.intoArray(acc, 10 * L); a23.intoArray(acc, 11 * L);
+        a30.intoArray(acc, 12 * L); a31.intoArray(acc, 13 * L); a32.intoArray(acc, 14 * L); a33.intoArray(acc, 15 * L);
+        LaneSum.sum16(res, 0, acc);
     }
 }

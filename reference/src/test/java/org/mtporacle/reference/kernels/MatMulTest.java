@@ -38,6 +38,10 @@ class MatMulTest {
                 c.add(new Case(f, 7, in, 1));
                 c.add(new Case(f, 13, in, 6));
             }
+            // Tiling edges: several weight panels with a ragged last one, rows not a multiple of the 4-row tile,
+            // K not a multiple of the lane count.
+            c.add(new Case(f, 70, 1000, 9));
+            c.add(new Case(f, 37, 4100, 5));
         }
         for (int bits : new int[] {2, 3, 4, 5, 6, 8}) {
             for (int g : new int[] {32, 64, 128}) {
