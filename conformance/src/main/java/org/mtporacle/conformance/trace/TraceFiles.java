@@ -62,8 +62,8 @@ public final class TraceFiles {
             }
             root = JSON.readTree(file.toFile());
         } catch (IOException e) {
-            throw MtpException.malformedFile(where + ": not readable JSON (" + e.getMessage().lines().findFirst()
-                    .orElse("") + ")");
+            throw MtpException.malformedFile(where + ": not readable JSON (" + String.valueOf(e.getMessage()).lines()
+                    .findFirst().orElse("") + ")");
         }
         if (root == null || !root.isObject()) {
             throw MtpException.malformedFile(where + ": expected a JSON object");

@@ -55,7 +55,13 @@ public final class FuzzModels {
                 ids[i] = i % v;
             }
             g.prefill(HostTensor.ofInts(ids, b, 2), HostTensor.ofFloats(ramp(b * 2 * h), b, 2, h));
-            g.draft(new int[b], 2, new long[b], DraftSampling.greedy(b));
+            // row 0 greedy, the others seeded top-k/top-p sampling: both samplers see whatever the weights produce
+            org.mtporacle.api.RowSampler[] samplers = new org.mtporacle.api.RowSampler[b];
+            for (int r = 0; r < b; r++) {
+                samplers[r] = r == 0 ? org.mtporacle.api.RowSampler.GREEDY
+                        : org.mtporacle.api.RowSampler.of(0.8, 8, 0.9, 17 + r);
+            }
+            g.draft(new int[b], 2, new long[b], DraftSampling.of(samplers));
             int[] accepted = new int[b];
             java.util.Arrays.fill(accepted, 2);
             g.commit(accepted, HostTensor.ofFloats(ramp(b * 3 * h), b, 3, h));

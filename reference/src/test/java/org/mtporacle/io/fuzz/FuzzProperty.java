@@ -38,23 +38,17 @@ public final class FuzzProperty {
      *
      * @param what       the target, for the message
      * @param inputBytes the size of the untrusted input (all files the parse reads)
-     * @return the bytes the parse allocated
+     * @return the bytes the parse allocated (the second measurement when the first exceeded the bound)
      * @throws AssertionError when anything but MtpException escapes or the allocation exceeds the bound
      */
     public static long check(String what, long inputBytes, Parse parse) {
-        long tid = Thread.currentThread().threadId();
-        long before = THREADS.getCurrentThreadAllocatedBytes();
-        try {
-            parse.run();
-        } catch (MtpException expected) {
-            // the one allowed outcome besides success
-        } catch (OutOfMemoryError | StackOverflowError e) {
-            throw new AssertionError(what + ": " + e + " on an input of " + inputBytes + " bytes", e);
-        } catch (Exception | Error e) {
-            throw new AssertionError(what + ": only MtpException may escape, got " + e, e);
-        }
-        long used = THREADS.getThreadAllocatedBytes(tid) - before;
+        long used = measure(what, inputBytes, parse);
         long bound = bound(inputBytes);
+        if (used > bound) {
+            // The first parse to reach a class pays for loading it (and, under Jazzer, for instrumenting it): measure
+            // again with every class loaded. An allocation driven by the input exceeds the bound both times.
+            used = measure(what, inputBytes, parse);
+        }
         if (Boolean.getBoolean("fuzz.verbose")) {
             System.out.printf("[fuzz] %s: %d input bytes, %d allocated (%.1f×)%n", what, inputBytes, used,
                     used / (double) Math.max(1, inputBytes));
@@ -65,6 +59,21 @@ public final class FuzzProperty {
                     + ALLOCATION_SLACK + ")");
         }
         return used;
+    }
+
+    private static long measure(String what, long inputBytes, Parse parse) {
+        long tid = Thread.currentThread().threadId();
+        long before = THREADS.getThreadAllocatedBytes(tid);
+        try {
+            parse.run();
+        } catch (MtpException expected) {
+            // the one allowed outcome besides success
+        } catch (OutOfMemoryError | StackOverflowError e) {
+            throw new AssertionError(what + ": " + e + " on an input of " + inputBytes + " bytes", e);
+        } catch (Exception | Error e) {
+            throw new AssertionError(what + ": only MtpException may escape, got " + e, e);
+        }
+        return THREADS.getThreadAllocatedBytes(tid) - before;
     }
 
     /** {@code max(inputBytes × ALLOCATION_FACTOR, ALLOCATION_SLACK)}. */
