@@ -171,7 +171,8 @@ class FaultInjectionTest {
                     }
                     g.faultPoints = null;
                     if (!threw) {
-                        assertThat(inj.reached).as("%s: completed without reaching step k", what).isLessThanOrEqualTo(k);
+                        assertThat(inj.reached).as("%s: completed without reaching step k", what)
+                                .isLessThanOrEqualTo(k);
                         Snapshot.of(g).assertEquals(expected, what + " (no fault reached)");
                         assertThat(k).as("%s: the call has fault points", sc.name()).isGreaterThan(0);
                         break;

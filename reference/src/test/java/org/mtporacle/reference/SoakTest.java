@@ -30,7 +30,10 @@ class SoakTest {
     static final int DEFAULT_ROUNDS = 1500;
     /** A row longer than this is retired and replaced by a short checkpoint. */
     static final int MAX_KV = 160;
-    /** How far the heap after GC may rise above the first sample: noise of GC and JIT, far below one leaked row per round. */
+    /**
+     * How far the heap after GC may rise above the first sample: GC and JIT noise plus rows of different lengths. A
+     * retired row's KV is about 64 KB here, so leaking one per hundred rounds exceeds it over the long soak.
+     */
     static final long HEAP_SLACK_BYTES = 4L << 20;
     private static final long SEED = 20261130;
 
@@ -86,7 +89,8 @@ class SoakTest {
                     boolean cold = rnd.nextBoolean();
                     g.append(Collections.singletonList(cold ? null : pool.get(rnd.nextInt(pool.size()))));
                     if (cold) {
-                        g.prefill(TestModels.tokens(rnd, g.rowCount(), 2, v), TestModels.hiddens(rnd, g.rowCount(), 2, h));
+                        g.prefill(TestModels.tokens(rnd, g.rowCount(), 2, v),
+                                TestModels.hiddens(rnd, g.rowCount(), 2, h));
                         counts[4]++;
                     }
                     counts[2]++;

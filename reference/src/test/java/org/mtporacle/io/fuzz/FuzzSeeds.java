@@ -27,7 +27,8 @@ import java.util.List;
 /**
  * Writes the seed corpus of {@link ParserFuzzTest}: valid files made by the project's own writers (SafetensorsWriter,
  * FixtureModels, CheckpointFiles) plus a few hand-written configs in the layouts of spec §1.3. Seeds are named
- * {@code seed-*}; crash inputs found by fuzzing are committed beside them as {@code crash-*}.
+ * {@code seed-*}. Beside them: {@code corpus-*}, small inputs of new coverage kept from fuzzing runs, and
+ * {@code crash-*}, every input that ever violated {@link FuzzProperty} (committed with its fix).
  */
 public final class FuzzSeeds {
     private FuzzSeeds() {
