@@ -102,18 +102,27 @@ public final class FuzzSeeds {
 
     private static void modelDirectories(Path out, Path tmp) throws IOException {
         Files.createDirectories(out);
-        record Variant(String name, FixtureModels.Layout layout, DType dtype, int bits) {
+        record Variant(String name, FixtureModels.Layout layout, DType dtype, int bits, boolean indexed) {
         }
-        for (Variant v : List.of(new Variant("hf-bf16", FixtureModels.Layout.HF, DType.BF16, 0),
-                new Variant("hf-f32", FixtureModels.Layout.HF, DType.F32, 0),
-                new Variant("companion-q4", FixtureModels.Layout.COMPANION, DType.BF16, 4),
-                new Variant("companion-f16", FixtureModels.Layout.COMPANION, DType.F16, 0))) {
+        for (Variant v : List.of(new Variant("hf-bf16", FixtureModels.Layout.HF, DType.BF16, 0, false),
+                new Variant("hf-f32-indexed", FixtureModels.Layout.HF, DType.F32, 0, true),
+                new Variant("companion-q4", FixtureModels.Layout.COMPANION, DType.BF16, 4, false),
+                new Variant("companion-f16-indexed", FixtureModels.Layout.COMPANION, DType.F16, 0, true))) {
             Path d = FixtureModels.write(FuzzModels.MICRO, 21, tmp.resolve("m-" + v.name()), v.layout(), v.dtype(),
                     v.bits(), 32);
             Path head = d.resolve(ShardedTensorStore.TARGET_HEAD_FILE);
+            byte[] index = new byte[0];
+            if (v.indexed()) {
+                StringBuilder json = new StringBuilder("{\"metadata\": {\"total_size\": 1}, \"weight_map\": {");
+                try (var st = org.mtporacle.io.SafetensorsFile.open(d.resolve("model.safetensors"))) {
+                    json.append(String.join(", ", st.names().stream()
+                            .map(n -> "\"" + n + "\": \"model.safetensors\"").toList()));
+                }
+                index = json.append("}}").toString().getBytes(StandardCharsets.UTF_8);
+            }
             byte[] joined = ParserFuzzTest.joinModelDir(Files.readAllBytes(d.resolve("config.json")),
                     Files.readAllBytes(d.resolve("model.safetensors")),
-                    Files.isRegularFile(head) ? Files.readAllBytes(head) : new byte[0]);
+                    Files.isRegularFile(head) ? Files.readAllBytes(head) : new byte[0], index);
             Files.write(out.resolve("seed-" + v.name()), joined);
         }
     }

@@ -93,9 +93,9 @@ class ParserFuzzTest {
     }
 
     /**
-     * {@code ModelLoader.load} on a directory whose {@code config.json}, {@code model.safetensors} and optional
-     * {@code target_head.safetensors} come from the input ({@link #splitModelDir}), then a short lifecycle on the
-     * loaded model: a model that loads must run.
+     * {@code ModelLoader.load} on a directory whose {@code config.json}, {@code model.safetensors}, optional
+     * {@code target_head.safetensors} and optional {@code model.safetensors.index.json} come from the input ({@link
+     * #splitModelDir}), then a short lifecycle on the loaded model: a model that loads must run.
      */
     @FuzzTest(maxDuration = "60s")
     void modelDirectory(byte[] input) {
@@ -106,6 +106,9 @@ class ParserFuzzTest {
             Files.write(dir.resolve("model.safetensors"), parts[1]);
             if (parts[2].length > 0) {
                 Files.write(dir.resolve(ShardedTensorStore.TARGET_HEAD_FILE), parts[2]);
+            }
+            if (parts[3].length > 0) {
+                Files.write(dir.resolve(ShardedTensorStore.INDEX_FILE), parts[3]);
             }
             FuzzProperty.check("modelDirectory", input.length, () -> {
                 MtpModel m = ModelLoader.load(dir);
@@ -134,27 +137,28 @@ class ParserFuzzTest {
     // ---- input plumbing -----------------------------------------------------------------------------------------
 
     /**
-     * A model-directory input is {@code u32 n0, config bytes, u32 n1, model.safetensors bytes, rest =
-     * target_head.safetensors} (little-endian lengths, clamped to what is there).
+     * A model-directory input is {@code u32 n0, config.json, u32 n1, model.safetensors, u32 n2,
+     * target_head.safetensors, rest = model.safetensors.index.json} (little-endian lengths, clamped to what is
+     * there; an empty part means the file is absent).
      */
     static byte[][] splitModelDir(byte[] input) {
         ByteBuffer b = ByteBuffer.wrap(input).order(ByteOrder.LITTLE_ENDIAN);
-        byte[][] out = new byte[3][];
-        for (int i = 0; i < 2; i++) {
+        byte[][] out = new byte[4][];
+        for (int i = 0; i < 3; i++) {
             int n = b.remaining() >= 4 ? b.getInt() : 0;
             n = (int) Math.min(Integer.toUnsignedLong(n), b.remaining());
             out[i] = new byte[n];
             b.get(out[i]);
         }
-        out[2] = Arrays.copyOfRange(input, b.position(), input.length);
+        out[3] = Arrays.copyOfRange(input, b.position(), input.length);
         return out;
     }
 
     /** The inverse of {@link #splitModelDir}. */
-    static byte[] joinModelDir(byte[] config, byte[] model, byte[] head) {
-        ByteBuffer b = ByteBuffer.allocate(8 + config.length + model.length + head.length)
+    static byte[] joinModelDir(byte[] config, byte[] model, byte[] head, byte[] index) {
+        ByteBuffer b = ByteBuffer.allocate(12 + config.length + model.length + head.length + index.length)
                 .order(ByteOrder.LITTLE_ENDIAN);
-        b.putInt(config.length).put(config).putInt(model.length).put(model).put(head);
+        b.putInt(config.length).put(config).putInt(model.length).put(model).putInt(head.length).put(head).put(index);
         return b.array();
     }
 
