@@ -18,6 +18,8 @@ import org.mtporacle.api.MtpException;
 public final class ModelConfigReader {
     /** The companion's {@code model_type}. */
     public static final String COMPANION_MODEL_TYPE = "qwen3_5_mtp";
+    /** The largest config.json read; real ones are a few kilobytes (a per-module quantization block adds some). */
+    public static final long MAX_CONFIG_BYTES = 16L * 1024 * 1024;
 
     private ModelConfigReader() {
     }
@@ -25,12 +27,18 @@ public final class ModelConfigReader {
     /**
      * Reads {@code configJson}.
      *
-     * @throws MtpException MALFORMED_FILE when it is not a JSON object; INCOMPATIBLE_MODEL when a field is missing
+     * @throws MtpException MALFORMED_FILE when it is not a JSON object or larger than {@link #MAX_CONFIG_BYTES};
+     *                      INCOMPATIBLE_MODEL when a field is missing
      *                      or has the wrong type
      */
     public static ModelConfig read(Path configJson) {
         JsonNode root;
         try {
+            long size = Files.size(configJson);
+            if (size > MAX_CONFIG_BYTES) {
+                throw MtpException.malformedFile("config " + configJson + ": " + size + " bytes, more than the "
+                        + MAX_CONFIG_BYTES + " a config.json may have");
+            }
             root = SafetensorsFile.JSON.readTree(Files.readAllBytes(configJson));
         } catch (JsonProcessingException e) {
             throw MtpException.malformedFile("config " + configJson + ": not valid JSON: " + e.getOriginalMessage());

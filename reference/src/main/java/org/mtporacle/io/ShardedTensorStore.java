@@ -26,6 +26,8 @@ public final class ShardedTensorStore implements TensorStore {
     public static final String INDEX_FILE = "model.safetensors.index.json";
     /** The companion's target-head file, never part of the companion's own store ({@link ModelLoader}). */
     public static final String TARGET_HEAD_FILE = "target_head.safetensors";
+    /** The largest shard index read; a real one lists each tensor once, a few hundred kilobytes at most. */
+    public static final long MAX_INDEX_BYTES = 64L * 1024 * 1024;
 
     private final List<SafetensorsFile> shards;
     private final Map<String, SafetensorsFile> byName;
@@ -100,6 +102,11 @@ public final class ShardedTensorStore implements TensorStore {
     private static ShardedTensorStore fromIndex(Path dir, Path index, boolean gcManaged) {
         JsonNode root;
         try {
+            long size = Files.size(index);
+            if (size > MAX_INDEX_BYTES) {
+                throw MtpException.malformedFile("shard index " + index + ": " + size + " bytes, more than the "
+                        + MAX_INDEX_BYTES + " an index may have");
+            }
             root = SafetensorsFile.JSON.readTree(Files.readAllBytes(index));
         } catch (JsonProcessingException e) {
             throw MtpException.malformedFile("shard index " + index + ": not valid JSON: " + e.getOriginalMessage());

@@ -14,8 +14,9 @@ import java.util.List;
 
 /**
  * The reference row group (spec §5 with the decisions of §11): each row owns an unpadded KV cache, its retained true
- * hidden and its prefilled flag. Every call validates first and mutates only after its computation succeeded, so a
- * failed call leaves every row unchanged.
+ * hidden and its prefilled flag. Every call validates first, then computes (only KV lengths move, and they are put
+ * back if anything at all is thrown), and publishes with plain assignments that cannot fail, so a failed call leaves
+ * every row unchanged. Should putting the KV lengths back fail, the group is poisoned and every later call says so.
  */
 public final class ReferenceDraftRows implements DraftRows {
     /** Prefill forwards at most this many positions at once (spec §5.4). */
@@ -30,6 +31,19 @@ public final class ReferenceDraftRows implements DraftRows {
     private int depth;
     private boolean closed;
     private String poisonedBy;
+
+    /**
+     * Fault injection for tests (package-private, null in production): consulted at every internal step of the
+     * mutating calls, and at the rollback of a failed call, so a test can make each step throw in turn and prove
+     * that a failure leaves the group unchanged or poisoned, never silently different (spec §9.2, §11.1).
+     */
+    FaultPoints faultPoints;
+
+    /** A test hook called at each internal step; it may throw anything to simulate a failure there. */
+    @FunctionalInterface
+    interface FaultPoints {
+        void reached(String call, String step);
+    }
 
     /** One request's drafter state. */
     private static final class Row {
@@ -63,6 +77,7 @@ public final class ReferenceDraftRows implements DraftRows {
         RowContract.checkpoints("append", checkpoints, model.model());
         List<Row> added = new ArrayList<>(checkpoints.size());
         for (RowCheckpoint cp : checkpoints) {
+            fault("append", "build row");
             if (cp == null) {
                 added.add(new Row(new RowKv(c.numKvHeads(), c.headDim()), null, false));
             } else {
@@ -73,6 +88,7 @@ public final class ReferenceDraftRows implements DraftRows {
                 added.add(new Row(kv, cp.hidden().toFloatArray(), true));
             }
         }
+        fault("append", "publish");
         rows.addAll(added);
     }
 
@@ -83,8 +99,10 @@ public final class ReferenceDraftRows implements DraftRows {
         RowContract.keep(keep, rows.size());
         List<Row> kept = new ArrayList<>(keep.length);
         for (int r : keep) {
+            fault("filterRows", "keep row");
             kept.add(rows.get(r));
         }
+        fault("filterRows", "publish");
         rows.clear();
         rows.addAll(kept);
     }
@@ -101,10 +119,12 @@ public final class ReferenceDraftRows implements DraftRows {
         RowContract.context("prefill", context, b, len, hSize, "the taps at the same L positions as tokens");
         float[] ctx = context.toFloatArray(); // [B, L, H]
         int[] saved = lengths();
+        float[][] retained = new float[b][];
+        boolean computed = false;
         try {
             // 1. bridge: each prefilled row pairs tokens[b, 0] with its retained hidden; cold rows keep nothing
-            forwardOnePosition(r -> rows.get(r).prefilled, r -> ids[r][0], (r, hin, at) ->
-                    System.arraycopy(rows.get(r).hidden, 0, hin, at, hSize));
+            forwardOnePosition("prefill", "bridge forward", r -> rows.get(r).prefilled, r -> ids[r][0],
+                    (r, hin, at) -> System.arraycopy(rows.get(r).hidden, 0, hin, at, hSize));
             // 2. shifted chunks: token p+1 pairs with hidden p, at most PREFILL_CHUNK positions per forward
             for (int pos = 0; pos + 1 < len; pos += PREFILL_CHUNK) {
                 int end = Math.min(pos + PREFILL_CHUNK, len - 1);
@@ -115,17 +135,26 @@ public final class ReferenceDraftRows implements DraftRows {
                     System.arraycopy(ids[r], pos + 1, chunkIds, r * s, s);
                     System.arraycopy(ctx, (r * len + pos) * hSize, hin, r * s * hSize, s * hSize);
                 }
+                fault("prefill", "chunk forward");
                 model.block().forward(model.head().embed(chunkIds), hin, kvArray(), s, null);
             }
-        } catch (RuntimeException e) {
-            restoreLengths(saved);
-            throw e;
+            // 3. the last tap of each row, retained below
+            for (int r = 0; r < b; r++) {
+                fault("prefill", "copy retained hidden");
+                retained[r] = new float[hSize];
+                System.arraycopy(ctx, (r * len + len - 1) * hSize, retained[r], 0, hSize);
+            }
+            fault("prefill", "publish");
+            computed = true;
+        } finally {
+            if (!computed) {
+                rollback("prefill", saved);
+            }
         }
-        // 3. retain the last tap; every row is now prefilled
+        // publish: assignments only; every row is now prefilled
         for (int r = 0; r < b; r++) {
             Row row = rows.get(r);
-            row.hidden = new float[hSize];
-            System.arraycopy(ctx, (r * len + len - 1) * hSize, row.hidden, 0, hSize);
+            row.hidden = retained[r];
             row.prefilled = true;
         }
     }
@@ -155,6 +184,8 @@ public final class ReferenceDraftRows implements DraftRows {
         int hSize = c.hiddenSize();
         int[] saved = lengths();
         int[][] out = new int[b][depth];
+        int[][] drafts = new int[b][];
+        boolean computed = false;
         try {
             int[] ids = pending.clone();
             float[] hin = new float[b * hSize];
@@ -164,12 +195,15 @@ public final class ReferenceDraftRows implements DraftRows {
             RowKv[] kvs = kvArray();
             if (depth == 0) {
                 // the pending row only; no logits, no sampling (spec §5.7, §11.2)
+                fault("draft", "pending forward");
                 model.block().forward(model.head().embed(ids), hin, kvs, 1, null);
             }
             for (int t = 0; t < depth; t++) {
+                fault("draft", "forward");
                 float[] y = model.block().forward(model.head().embed(ids), hin, kvs, 1, null);
                 float[] lp = model.head().logProbs(y, b);
                 for (int r = 0; r < b; r++) {
+                    fault("draft", "sample");
                     int sampled = DraftSampler.sample(lp, r * vocab, vocab, sampling.row(r), steps[r] + t);
                     int chosen = chooser.choose(r, t, lp, r * vocab, sampled);
                     if (chosen < 0 || chosen >= vocab) {
@@ -181,14 +215,21 @@ public final class ReferenceDraftRows implements DraftRows {
                 }
                 hin = y;
             }
-        } catch (RuntimeException e) {
-            restoreLengths(saved);
-            throw e;
+            for (int r = 0; r < b; r++) {
+                drafts[r] = out[r].clone();
+            }
+            fault("draft", "publish");
+            computed = true;
+        } finally {
+            if (!computed) {
+                rollback("draft", saved);
+            }
         }
+        // publish: assignments only
         for (int r = 0; r < b; r++) {
             Row row = rows.get(r);
             row.beforeRound = saved[r];
-            row.drafts = out[r].clone();
+            row.drafts = drafts[r];
             row.hidden = null;
         }
         this.depth = depth;
@@ -210,25 +251,37 @@ public final class ReferenceDraftRows implements DraftRows {
         float[] ctx = context.toFloatArray(); // [B, depth+1, H]
         int[] saved = lengths();
         int appended = Math.max(1, depth);
+        float[][] retained = new float[b][];
+        boolean computed = false;
         try {
             // 1. keep the pending row plus the rows of accepted proposals
             for (int r = 0; r < b; r++) {
                 Row row = rows.get(r);
                 row.kv.setLength(row.beforeRound + Math.min(accepted[r] + 1, appended));
+                fault("commit", "cut row");
             }
             // 2. full acceptance: build the last proposal's row from the true hidden preceding it
             int d = depth;
-            forwardOnePosition(r -> d > 0 && accepted[r] == d, r -> rows.get(r).drafts[d - 1], (r, hin, at) ->
-                    System.arraycopy(ctx, (r * width + d - 1) * hSize, hin, at, hSize));
-        } catch (RuntimeException e) {
-            restoreLengths(saved);
-            throw e;
+            forwardOnePosition("commit", "full-acceptance forward", r -> d > 0 && accepted[r] == d,
+                    r -> rows.get(r).drafts[d - 1],
+                    (r, hin, at) -> System.arraycopy(ctx, (r * width + d - 1) * hSize, hin, at, hSize));
+            // 3. the true hidden at the last processed position, retained below
+            for (int r = 0; r < b; r++) {
+                fault("commit", "copy retained hidden");
+                retained[r] = new float[hSize];
+                System.arraycopy(ctx, (r * width + accepted[r]) * hSize, retained[r], 0, hSize);
+            }
+            fault("commit", "publish");
+            computed = true;
+        } finally {
+            if (!computed) {
+                rollback("commit", saved);
+            }
         }
-        // 3. retain the true hidden at the last processed position
+        // publish: assignments only
         for (int r = 0; r < b; r++) {
             Row row = rows.get(r);
-            row.hidden = new float[hSize];
-            System.arraycopy(ctx, (r * width + accepted[r]) * hSize, row.hidden, 0, hSize);
+            row.hidden = retained[r];
             row.drafts = NO_DRAFTS;
         }
         roundOpen = false;
@@ -284,8 +337,8 @@ public final class ReferenceDraftRows implements DraftRows {
     }
 
     /** One forward of one position for the rows {@code which} selects (all others untouched). */
-    private void forwardOnePosition(java.util.function.IntPredicate which, java.util.function.IntUnaryOperator tokenOf,
-                                    HiddenOf hiddenOf) {
+    private void forwardOnePosition(String call, String step, java.util.function.IntPredicate which,
+                                    java.util.function.IntUnaryOperator tokenOf, HiddenOf hiddenOf) {
         List<Integer> selected = new ArrayList<>();
         for (int r = 0; r < rows.size(); r++) {
             if (which.test(r)) {
@@ -305,6 +358,7 @@ public final class ReferenceDraftRows implements DraftRows {
             hiddenOf.copy(r, hin, i * hSize);
             kvs[i] = rows.get(r).kv;
         }
+        fault(call, step);
         model.block().forward(model.head().embed(ids), hin, kvs, 1, null);
     }
 
@@ -322,6 +376,30 @@ public final class ReferenceDraftRows implements DraftRows {
             out[r] = rows.get(r).kv.length();
         }
         return out;
+    }
+
+    /** A test hook: calls {@link #faultPoints} when one is set. */
+    private void fault(String call, String step) {
+        if (faultPoints != null) {
+            faultPoints.reached(call, step);
+        }
+    }
+
+    /**
+     * Puts the KV lengths of a failed call back (called from {@code finally} while its exception propagates); if
+     * that fails too the rows can no longer be trusted: the group is poisoned and the rollback's failure propagates.
+     */
+    private void rollback(String call, int[] saved) {
+        boolean restored = false;
+        try {
+            fault(call, "rollback");
+            restoreLengths(saved);
+            restored = true;
+        } finally {
+            if (!restored) {
+                poisonedBy = "a failed " + call + " whose rollback failed";
+            }
+        }
     }
 
     private void restoreLengths(int[] saved) {

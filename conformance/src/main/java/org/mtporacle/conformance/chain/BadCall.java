@@ -61,6 +61,24 @@ public enum BadCall {
         g.append(List.of(new RowCheckpoint(RowCheckpoint.SCHEMA, 1, 0, x.model.identity(), null, null,
                 HostTensor.ofInts(new int[h], 1, 1, h))));
     }),
+    APPEND_KEYS_INFINITE("§11.1", INCOMPATIBLE_CHECKPOINT, s -> !s.roundOpen(), (g, x) -> {
+        RowCheckpoint ok = x.checkpoint(RowCheckpoint.SCHEMA, 3, 2, x.model.identity(), false);
+        float[] k = ok.keys().toFloatArray();
+        k[x.rnd.nextInt(k.length)] = Float.POSITIVE_INFINITY;
+        g.append(List.of(new RowCheckpoint(ok.schema(), 3, 2, ok.modelIdentity(),
+                HostTensor.ofFloats(k, ok.keys().shape()), ok.values(), ok.hidden())));
+    }),
+    APPEND_VALUES_MISSING("§6", INCOMPATIBLE_CHECKPOINT, s -> !s.roundOpen(), (g, x) -> {
+        RowCheckpoint ok = x.checkpoint(RowCheckpoint.SCHEMA, 3, 2, x.model.identity(), false);
+        g.append(List.of(new RowCheckpoint(ok.schema(), 3, 2, ok.modelIdentity(), ok.keys(), null, ok.hidden())));
+    }),
+    APPEND_KV_WRONG_HEADS("§6", INCOMPATIBLE_CHECKPOINT, s -> !s.roundOpen(), (g, x) -> {
+        RowCheckpoint ok = x.checkpoint(RowCheckpoint.SCHEMA, 2, 1, x.model.identity(), false);
+        int n = (x.config().numKvHeads() + 1) * x.config().headDim();
+        HostTensor kv = ChainData.hiddens(x.rnd, 1, 1, n).reshape(1, x.config().numKvHeads() + 1, 1,
+                x.config().headDim());
+        g.append(List.of(new RowCheckpoint(ok.schema(), 2, 1, ok.modelIdentity(), kv, kv, ok.hidden())));
+    }),
     APPEND_GOOD_THEN_BAD("§5.2", INCOMPATIBLE_CHECKPOINT, s -> !s.roundOpen(), (g, x) -> {
         List<RowCheckpoint> list = new ArrayList<>();
         list.add(null);
@@ -90,6 +108,20 @@ public enum BadCall {
     PREFILL_TOKEN_OUT_OF_VOCAB("§11.1", INVALID_ARGUMENT, BadCall::canPrefill,
             (g, x) -> g.prefill(x.filledTokens(x.shape.rows(), 2, x.config().vocabSize()),
                     x.context(x.shape.rows(), 2))),
+    PREFILL_I64_TOKEN_WRAPS_TO_VALID_INT("§11.1", INVALID_ARGUMENT, BadCall::canPrefill, (g, x) -> {
+        // 2^32 + 1 truncates to the valid id 1: a backend that narrows I64 ids to int before checking accepts it
+        int b = x.shape.rows();
+        long[] ids = new long[b * 2];
+        Arrays.fill(ids, 1);
+        ids[x.rnd.nextInt(ids.length)] = (1L << 32) + 1;
+        java.nio.ByteBuffer bytes = java.nio.ByteBuffer.allocate(ids.length * 8)
+                .order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        for (long id : ids) {
+            bytes.putLong(id);
+        }
+        g.prefill(HostTensor.copyOf(DType.I64, new int[] {b, 2},
+                java.lang.foreign.MemorySegment.ofArray(bytes.array())), x.context(b, 2));
+    }),
     PREFILL_FLOAT_TOKENS("§11.1", INVALID_ARGUMENT, BadCall::canPrefill,
             (g, x) -> g.prefill(HostTensor.ofFloats(new float[x.shape.rows() * 2], x.shape.rows(), 2),
                     x.context(x.shape.rows(), 2))),
@@ -105,6 +137,9 @@ public enum BadCall {
     PREFILL_CONTEXT_INFINITE("§11.1", INVALID_ARGUMENT, BadCall::canPrefill,
             (g, x) -> g.prefill(x.tokens(x.shape.rows(), 2),
                     x.poisoned(x.shape.rows(), 2, Float.NEGATIVE_INFINITY))),
+    PREFILL_CONTEXT_BF16_NAN("§11.1", INVALID_ARGUMENT, BadCall::canPrefill,
+            (g, x) -> g.prefill(x.tokens(x.shape.rows(), 2),
+                    x.poisoned(x.shape.rows(), 2, Float.NaN).convert(DType.BF16))),
     PREFILL_CONTEXT_INTEGER_DTYPE("§11.1", INVALID_ARGUMENT, BadCall::canPrefill, (g, x) -> {
         int b = x.shape.rows();
         int h = x.config().hiddenSize();
@@ -126,6 +161,12 @@ public enum BadCall {
         int b = x.shape.rows();
         int[] pending = new int[b];
         pending[b - 1] = x.config().vocabSize();
+        g.draft(pending, 1, new long[b], DraftSampling.greedy(b));
+    }),
+    DRAFT_PENDING_NEGATIVE("§11.1", INVALID_ARGUMENT, GroupShape::canDraft, (g, x) -> {
+        int b = x.shape.rows();
+        int[] pending = new int[b];
+        pending[x.rnd.nextInt(b)] = -1;
         g.draft(pending, 1, new long[b], DraftSampling.greedy(b));
     }),
     DRAFT_STEPS_WRONG_LENGTH("§11.1", INVALID_ARGUMENT, GroupShape::canDraft, (g, x) -> {
@@ -166,6 +207,18 @@ public enum BadCall {
             (g, x) -> g.commit(new int[x.shape.rows()], x.context(x.shape.rows(), x.shape.depth() + 2))),
     COMMIT_CONTEXT_NAN("§11.1", INVALID_ARGUMENT, GroupShape::roundOpen,
             (g, x) -> g.commit(new int[x.shape.rows()], x.poisoned(x.shape.rows(), x.shape.depth() + 1, Float.NaN))),
+    COMMIT_CONTEXT_INFINITE("§11.1", INVALID_ARGUMENT, GroupShape::roundOpen,
+            (g, x) -> g.commit(new int[x.shape.rows()],
+                    x.poisoned(x.shape.rows(), x.shape.depth() + 1, Float.POSITIVE_INFINITY))),
+    COMMIT_CONTEXT_F16_NAN("§11.1", INVALID_ARGUMENT, GroupShape::roundOpen,
+            (g, x) -> g.commit(new int[x.shape.rows()],
+                    x.poisoned(x.shape.rows(), x.shape.depth() + 1, Float.NaN).convert(DType.F16))),
+    COMMIT_CONTEXT_WRONG_HIDDEN("§11.1", INVALID_ARGUMENT, GroupShape::roundOpen, (g, x) -> {
+        int b = x.shape.rows();
+        int w = x.shape.depth() + 1;
+        int h = x.config().hiddenSize() - 1;
+        g.commit(new int[b], HostTensor.ofFloats(new float[b * w * h], b, w, h));
+    }),
     COMMIT_CONTEXT_BF16_WRONG_ROWS("§11.1", INVALID_ARGUMENT, GroupShape::roundOpen,
             (g, x) -> g.commit(new int[x.shape.rows()],
                     x.context(x.shape.rows() + 1, x.shape.depth() + 1).convert(DType.BF16))),

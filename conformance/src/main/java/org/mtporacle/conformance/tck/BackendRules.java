@@ -33,6 +33,19 @@ public interface BackendRules {
      * unchanged. On failure: the call, the state and the message. */
     void required_s11_1_badInputCatalogue();
 
+    /**
+     * §11.1: a group closed in any state (empty, prefilled, round open, with a cold row) refuses append, filterRows,
+     * prefill, draft, commit and capture with ILLEGAL_STATE naming the call; close is idempotent. On failure: the
+     * call and the state.
+     */
+    void required_s11_1_closedGroupRefusesEveryCall();
+
+    /**
+     * §9.2: thread confinement is backend-specific (the reference is not confined; a group is used by one thread at a
+     * time); untested.
+     */
+    void untested_s9_2_callsFromAnotherThread();
+
     /** §10.1.7: capture → restore → capture is byte-identical. */
     void required_s10_1_7_checkpointRoundTripIsByteIdentical();
 

@@ -16,6 +16,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 
 /** Reads and writes {@link ChainTrace} JSON; every malformed file fails with MALFORMED_FILE naming the field. */
@@ -62,8 +63,8 @@ public final class TraceFiles {
             }
             root = JSON.readTree(file.toFile());
         } catch (IOException e) {
-            throw MtpException.malformedFile(where + ": not readable JSON (" + e.getMessage().lines().findFirst()
-                    .orElse("") + ")");
+            throw MtpException.malformedFile(where + ": not readable JSON (" + String.valueOf(e.getMessage()).lines()
+                    .findFirst().orElse("") + ")");
         }
         if (root == null || !root.isObject()) {
             throw MtpException.malformedFile(where + ": expected a JSON object");
@@ -110,6 +111,7 @@ public final class TraceFiles {
 
     static ObjectNode toJson(Action a) {
         ObjectNode n = JSON.createObjectNode();
+        // names are cased with Locale.ROOT: in a Turkish locale "FILTER_NULL".toLowerCase() is "fılter_null"
         switch (a) {
             case Action.Append x -> {
                 n.put("op", "append");
@@ -121,10 +123,12 @@ public final class TraceFiles {
             case Action.Prefill x -> n.put("op", "prefill").put("length", x.length()).put("seed", x.seed());
             case Action.Draft x -> n.put("op", "draft").put("depth", x.depth()).put("seed", x.seed())
                     .put("stochastic", x.stochastic());
-            case Action.Commit x -> n.put("op", "commit").put("acceptance", x.acceptance().name().toLowerCase())
+            case Action.Commit x -> n.put("op", "commit")
+                    .put("acceptance", x.acceptance().name().toLowerCase(Locale.ROOT))
                     .put("seed", x.seed());
             case Action.Capture x -> n.put("op", "capture").put("seed", x.seed());
-            case Action.Bad x -> n.put("op", "bad").put("call", x.call().name().toLowerCase()).put("seed", x.seed());
+            case Action.Bad x -> n.put("op", "bad").put("call", x.call().name().toLowerCase(Locale.ROOT))
+                    .put("seed", x.seed());
         }
         return n;
     }
@@ -156,7 +160,8 @@ public final class TraceFiles {
             case "commit" -> {
                 String acc = text(n, "acceptance", where);
                 try {
-                    yield new Action.Commit(Action.Acceptance.valueOf(acc.toUpperCase()), longValue(n, "seed", where));
+                    yield new Action.Commit(Action.Acceptance.valueOf(acc.toUpperCase(Locale.ROOT)),
+                            longValue(n, "seed", where));
                 } catch (IllegalArgumentException e) {
                     throw MtpException.malformedFile(where + ": acceptance '" + acc
                             + "', expected none, full or random");
@@ -166,7 +171,7 @@ public final class TraceFiles {
             case "bad" -> {
                 String call = text(n, "call", where);
                 try {
-                    yield new Action.Bad(BadCall.valueOf(call.toUpperCase().replace('-', '_')),
+                    yield new Action.Bad(BadCall.valueOf(call.toUpperCase(Locale.ROOT).replace('-', '_')),
                             longValue(n, "seed", where));
                 } catch (IllegalArgumentException e) {
                     throw MtpException.malformedFile(where + ": unknown bad call '" + call + "'");

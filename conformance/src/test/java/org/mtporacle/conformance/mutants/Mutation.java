@@ -27,5 +27,10 @@ public enum Mutation {
     /** capture reports {@code draftOffset = P} instead of {@code P − 1}. */
     CHECKPOINT_OFFSET_OFF_BY_ONE,
     /** append adds the rows before a bad checkpoint, then fails: a half-mutating bad call. */
-    BAD_APPEND_HALF_MUTATES
+    BAD_APPEND_HALF_MUTATES,
+    /**
+     * append forgets to check that the group is closed and adds rows to it. Lockstep chains never close a group, so
+     * only the TCK's closed-group check catches it (excluded from {@code MutantsAreCaughtTest}).
+     */
+    APPEND_AFTER_CLOSE
 }

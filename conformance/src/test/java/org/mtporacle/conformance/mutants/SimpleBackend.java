@@ -81,7 +81,7 @@ public final class SimpleBackend implements DraftModel {
 
         @Override
         public void append(List<RowCheckpoint> cps) {
-            RowContract.checkUsable("append", closed, null);
+            RowContract.checkUsable("append", closed && bug != Mutation.APPEND_AFTER_CLOSE, null);
             RowContract.checkNoOpenRound("append", round);
             if (bug != Mutation.BAD_APPEND_HALF_MUTATES) {
                 RowContract.checkpoints("append", cps, model);

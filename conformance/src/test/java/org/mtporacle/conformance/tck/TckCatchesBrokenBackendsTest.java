@@ -34,6 +34,8 @@ class TckCatchesBrokenBackendsTest {
                         new String[] {"required_s10_1_1_alignment", "required_s10_1_7_checkpointRoundTripIsByteIdentical"}),
                 Arguments.of(Mutation.FILTER_REORDERS_HIDDEN_NOT_KV,
                         new String[] {"required_s10_1_11_filterRowsPermutesRows"}),
+                Arguments.of(Mutation.APPEND_AFTER_CLOSE,
+                        new String[] {"required_s11_1_closedGroupRefusesEveryCall"}),
                 Arguments.of(Mutation.GATE_NOT_APPLIED,
                         new String[] {"stochastic_s5_randomChainsFollowTheReference",
                                 "required_s5_8_commitKeepsAcceptedPlusOneRows"}));
