@@ -269,9 +269,7 @@ final class MlxDraftRows implements DraftRows {
     @Override
     public void commit(int[] accepted, HostTensor context) {
         RowContract.checkUsable("commit", closed, poisonedBy);
-        if (!roundOpen) {
-            throw MtpException.illegalState("commit: no draft round is open (spec §5.8)");
-        }
+        RowContract.checkRoundOpen("commit", roundOpen);
         int b = rows;
         RowContract.accepted(accepted, b, depth);
         int hSize = c.hiddenSize();

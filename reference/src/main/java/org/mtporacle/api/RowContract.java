@@ -32,6 +32,13 @@ public final class RowContract {
         }
     }
 
+    /** Fails when no round is open (commit closes the round that draft opened). */
+    public static void checkRoundOpen(String call, boolean roundOpen) {
+        if (!roundOpen) {
+            throw MtpException.illegalState(call + ": no draft round is open (spec §5.8)");
+        }
+    }
+
     /** Fails when the group has no rows. */
     public static void checkHasRows(String call, int rows) {
         if (rows == 0) {
