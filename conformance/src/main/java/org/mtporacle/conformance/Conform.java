@@ -13,7 +13,6 @@ import org.mtporacle.conformance.lockstep.Tolerance;
 import org.mtporacle.conformance.report.ConformReport;
 import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
-import org.mtporacle.reference.kernels.KernelMode;
 
 import java.nio.file.Path;
 import java.time.Instant;
@@ -50,7 +49,7 @@ public final class Conform {
         List<ConformReport.Entry> entries = new ArrayList<>();
         for (FixtureRecipe fx : o.fixtures()) {
             MtpModel model = fx.load(o.fixtureCache());
-            try (ReferenceDraftModel oracle = ReferenceBackend.load(model, KernelMode.VECTOR,
+            try (ReferenceDraftModel oracle = ReferenceBackend.load(model, ReferenceBackend.configuredMode(),
                     Runtime.getRuntime().availableProcessors())) {
                 for (MtpBackend b : o.backends()) {
                     for (BackendProfile p : b.profiles()) {

@@ -43,8 +43,7 @@ public final class ReferenceBackend implements MtpBackend {
                 throw MtpException.invalidArgument("reference: unknown option '" + key + "' (known: mode, threads)");
             }
         }
-        String defaultMode = Boolean.parseBoolean(System.getProperty("mtp.reference.vector", "true"))
-                ? "vector" : "scalar";
+        String defaultMode = configuredMode() == KernelMode.VECTOR ? "vector" : "scalar";
         KernelMode mode = switch (options.getOrDefault("mode", defaultMode)) {
             case "vector" -> KernelMode.VECTOR;
             case "scalar" -> KernelMode.SCALAR;
@@ -69,6 +68,16 @@ public final class ReferenceBackend implements MtpBackend {
     @Override
     public java.util.List<org.mtporacle.api.BackendProfile> profiles() {
         return java.util.List.of(new org.mtporacle.api.BackendProfile(NAME, Map.of(), "exact"));
+    }
+
+    /**
+     * The kernel mode the system property {@code mtp.reference.vector} selects: {@code VECTOR} unless it is
+     * {@code false}. Read here, at the edge, by every caller that builds a reference (oracles included), so
+     * {@code -Dmtp.reference.vector=false} runs the scalar definition everywhere.
+     */
+    public static KernelMode configuredMode() {
+        return Boolean.parseBoolean(System.getProperty("mtp.reference.vector", "true")) ? KernelMode.VECTOR
+                : KernelMode.SCALAR;
     }
 
     /** A reference model with explicit mode and threads (tests and benchmarks). */

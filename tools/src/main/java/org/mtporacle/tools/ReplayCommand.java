@@ -14,7 +14,6 @@ import org.mtporacle.conformance.trace.ChainTrace;
 import org.mtporacle.conformance.trace.TraceFiles;
 import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
-import org.mtporacle.reference.kernels.KernelMode;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -51,7 +50,7 @@ final class ReplayCommand implements Callable<Integer> {
         Tolerance tol = Tolerance.named(t.tolerance());
         System.out.printf("replaying %s: %d actions (shrunk from %d), backend %s %s, fixture %s, tolerance %s%n",
                 trace, t.actions().size(), t.originalLength(), b.name(), t.backendOptions(), t.fixture(), tol.name());
-        try (ReferenceDraftModel oracle = ReferenceBackend.load(model, KernelMode.VECTOR, 1);
+        try (ReferenceDraftModel oracle = ReferenceBackend.load(model, ReferenceBackend.configuredMode(), 1);
              DraftModel subject = b.load(model, t.backendOptions())) {
             ChainOutcome out = new Lockstep(oracle, subject, tol).run(t.seed(), t.actions());
             for (int i = 0; i < t.actions().size(); i++) {

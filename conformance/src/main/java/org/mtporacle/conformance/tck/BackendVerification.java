@@ -28,7 +28,6 @@ import org.mtporacle.conformance.lockstep.Nmse;
 import org.mtporacle.conformance.lockstep.Tolerance;
 import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
-import org.mtporacle.reference.kernels.KernelMode;
 import org.mtporacle.reference.target.ReferenceTarget;
 import org.mtporacle.reference.target.SpeculativeLoop;
 
@@ -140,7 +139,7 @@ public abstract class BackendVerification implements BackendRules {
     }
 
     private ReferenceDraftModel oracle(String fixture) {
-        ReferenceDraftModel d = ReferenceBackend.load(model(fixture), KernelMode.VECTOR, 1);
+        ReferenceDraftModel d = ReferenceBackend.load(model(fixture), ReferenceBackend.configuredMode(), 1);
         open.add(d);
         return d;
     }
@@ -232,7 +231,7 @@ public abstract class BackendVerification implements BackendRules {
     public void required_s10_1_10_outputIndependence() {
         MtpModel m = model(denseFixture());
         DraftModel drafter = subject(denseFixture());
-        try (ReferenceDraftModel targetKernels = ReferenceBackend.load(m, KernelMode.VECTOR, 1)) {
+        try (ReferenceDraftModel targetKernels = ReferenceBackend.load(m, ReferenceBackend.configuredMode(), 1)) {
             for (ReferenceTarget.Tap tap : ReferenceTarget.Tap.values()) {
                 ReferenceTarget target = ReferenceTarget.random(m, 2, 99, tap, targetKernels.kernels());
                 List<SpeculativeLoop.Request> reqs = List.of(

@@ -12,7 +12,6 @@ import org.mtporacle.api.MtpModel;
 import org.mtporacle.api.MtpWeights;
 import org.mtporacle.api.RowCheckpoint;
 import org.mtporacle.reference.MtpBlock;
-import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
 import org.mtporacle.reference.ReferenceDraftRows;
 import org.mtporacle.reference.RowKv;
@@ -24,7 +23,7 @@ import org.mtporacle.reference.kernels.Kernels;
 /**
  * One draft step at a preset's shape over an in-memory BF16 model with synthetic weights and a tied embedding as the
  * head: the bare compute ({@link MtpBlock#forward} + {@link TargetHead#logProbs}) and the same work as one draft round
- * through {@link ReferenceDraftRows} (draft depth 1, then commit with nothing accepted).
+ * through {@link ReferenceDraftRows} (draft depth 1, then commit with nothing accepted), timed alternately.
  */
 final class DraftStepBench {
     private final MtpModel model;
@@ -51,52 +50,54 @@ final class DraftStepBench {
         return w.blockBytes() + w.head().byteSize() + (long) b * w.embedding().byteSize() / w.embedding().outFeatures();
     }
 
-    /** Median seconds of one bare step (embed, block forward, logits, log-softmax) of {@code b} rows. */
-    double bare(int threads, int b, int history, int reps, boolean quick) {
+    /**
+     * Medians of the bare step and of the round, timed alternately on one kernel pool (see
+     * {@link Timing#pairedMedians}): {@code {bare, round}} seconds.
+     */
+    double[] bareAndRound(int threads, int b, int history, int reps, boolean quick) {
         MtpConfig c = model.config();
+        int h = c.hiddenSize();
         try (Kernels k = new Kernels(KernelMode.VECTOR, threads)) {
             MtpBlock block = new MtpBlock(c, model.weights(), k);
             TargetHead head = new TargetHead(model.weights(), k);
             RowKv[] kvs = new RowKv[b];
             for (int r = 0; r < b; r++) {
                 kvs[r] = new RowKv(c.numKvHeads(), c.headDim());
-                block.forward(head.embed(ids(history, r)), BenchWeights.pattern(history * c.hiddenSize()),
-                        new RowKv[] {kvs[r]}, history, null);
+                block.forward(head.embed(ids(history, r)), BenchWeights.pattern(history * h), new RowKv[] {kvs[r]},
+                        history, null);
             }
             int[] pending = ids(b, 7);
-            float[] hin = BenchWeights.pattern(b * c.hiddenSize());
-            return Timing.median(reps, quick, () -> {
+            float[] hin = BenchWeights.pattern(b * h);
+            List<RowCheckpoint> cps = new ArrayList<>();
+            for (int r = 0; r < b; r++) {
+                int n = kvs[r].length();
+                cps.add(new RowCheckpoint(RowCheckpoint.SCHEMA, n + 1, n, model.identity(),
+                        HostTensor.ofFloats(new float[c.numKvHeads() * n * c.headDim()], 1, c.numKvHeads(), n,
+                                c.headDim()),
+                        HostTensor.ofFloats(new float[c.numKvHeads() * n * c.headDim()], 1, c.numKvHeads(), n,
+                                c.headDim()),
+                        HostTensor.ofFloats(Arrays.copyOf(hin, h), 1, 1, h)));
+            }
+            ReferenceDraftModel m = new ReferenceDraftModel(model, k);
+            ReferenceDraftRows rows = m.openReferenceRows(cps);
+            long[] steps = new long[b];
+            DraftSampling greedy = DraftSampling.greedy(b);
+            HostTensor context = HostTensor.ofFloats(BenchWeights.pattern(b * 2 * h), b, 2, h);
+            int[] accepted = new int[b];
+            int[] lengths = new int[b];
+            for (int r = 0; r < b; r++) {
+                lengths[r] = kvs[r].length();
+            }
+            return Timing.pairedMedians(reps, quick, () -> {
                 float[] y = block.forward(head.embed(pending), hin, kvs, 1, null);
                 float[] lp = head.logProbs(y, b);
                 if (Float.isNaN(lp[0])) {
                     throw new IllegalStateException("bench: draft step produced NaN");
                 }
-            });
-        }
-    }
-
-    /** Median seconds of one round (draft depth 1 with greedy sampling, commit of 0 accepted) over {@code b} rows. */
-    double round(int threads, int b, int history, int reps, boolean quick) {
-        MtpConfig c = model.config();
-        int h = c.hiddenSize();
-        int kvLen = c.numKvHeads() * history * c.headDim();
-        List<RowCheckpoint> cps = new ArrayList<>();
-        for (int r = 0; r < b; r++) {
-            float[] keys = BenchWeights.pattern(kvLen + r);
-            cps.add(new RowCheckpoint(RowCheckpoint.SCHEMA, history + 1, history, model.identity(),
-                    HostTensor.ofFloats(Arrays.copyOf(keys, kvLen), 1, c.numKvHeads(), history, c.headDim()),
-                    HostTensor.ofFloats(Arrays.copyOfRange(keys, r, kvLen + r), 1, c.numKvHeads(), history,
-                            c.headDim()),
-                    HostTensor.ofFloats(Arrays.copyOf(BenchWeights.pattern(h + r), h), 1, 1, h)));
-        }
-        try (ReferenceDraftModel m = ReferenceBackend.load(model, KernelMode.VECTOR, threads);
-                ReferenceDraftRows rows = m.openReferenceRows(cps)) {
-            int[] pending = ids(b, 7);
-            long[] steps = new long[b];
-            DraftSampling greedy = DraftSampling.greedy(b);
-            HostTensor context = HostTensor.ofFloats(BenchWeights.pattern(b * 2 * h), b, 2, h);
-            int[] accepted = new int[b];
-            return Timing.median(reps, quick, () -> {
+                for (int r = 0; r < b; r++) {
+                    kvs[r].setLength(lengths[r]); // keep the bare step's history as long as the round's
+                }
+            }, () -> {
                 rows.draft(pending, 1, steps, greedy);
                 rows.commit(accepted, context);
             });
