@@ -13,10 +13,10 @@ public final class TextReport {
                 r.chains(), r.shards().isEmpty() ? "" : ", shards " + String.join(" ", r.shards()), r.contexts()));
         sb.append(String.format(Locale.ROOT, "%-22s %-10s %-9s %-11s %9s %8s %10s %10s  %s%n", "backend", "fixture",
                 "tolerance", "status", "chains", "ch/s", "max kv", "near-ties", "numerics"));
+        java.util.Map<String, java.util.List<String>> unavailableBy = new java.util.LinkedHashMap<>();
         for (ConformReport.Entry e : r.entries()) {
             if (e.status() == ConformReport.Status.UNAVAILABLE) {
-                sb.append(String.format(Locale.ROOT, "%-22s %-10s %-9s %-11s  %s%n", e.profile(), e.fixture(),
-                        e.tolerance(), "unavailable", e.reason()));
+                unavailableBy.computeIfAbsent(e.reason(), k -> new java.util.ArrayList<>()).add(e.profile());
                 continue;
             }
             sb.append(String.format(Locale.ROOT, "%-22s %-10s %-9s %-11s %4d/%-4d %8.1f %10.2e %10d  %s%n",
@@ -24,6 +24,8 @@ public final class TextReport {
                     e.chainsRun(), e.seconds() == 0 ? 0 : e.chainsRun() / e.seconds(), e.stats().maxKvNmse(),
                     e.stats().nearTies(), e.numerics()));
         }
+        unavailableBy.forEach((reason, profiles) -> sb.append(String.format(Locale.ROOT, "%s: unavailable, not run: %s%n",
+                String.join(", ", new java.util.LinkedHashSet<>(profiles)), reason)));
         for (ConformReport.Entry e : r.entries()) {
             for (ConformReport.FailureRecord f : e.failures()) {
                 sb.append(String.format(Locale.ROOT, "%nFAILED %s: %s: %s%n  at action %d of %d (%s), shrunk from %d "

@@ -33,7 +33,7 @@ class ReportRenderingTest {
         String text = TextReport.render(r);
         assertThat(text).contains("FAILED mlx/native @ tiny: DRAFT_TOKEN: row 0 position 1")
                 .contains("at action 2 of 3 (draft depth=2 greedy seed=2), shrunk from 21 actions")
-                .contains("replay: mtp replay traces/ta.json").contains("unavailable  library not found — set X")
+                .contains("replay: mtp replay traces/ta.json").contains("x: unavailable, not run: library not found — set X")
                 .contains("FAILED: 0 entries passed, 1 failed, 1 unavailable");
         String html = HtmlReport.render(r);
         assertThat(html).contains("&lt;gap&gt;").doesNotContain("<gap>").contains("<b>draft depth=2 greedy seed=2</b>");
