@@ -3,6 +3,7 @@ package org.mtporacle.reference.kernels;
 import static org.mtporacle.reference.kernels.LaneSum.F;
 import static org.mtporacle.reference.kernels.LaneSum.L;
 
+import java.lang.foreign.MemorySegment;
 import jdk.incubator.vector.FloatVector;
 import org.mtporacle.api.LinearWeight;
 
@@ -13,7 +14,10 @@ import org.mtporacle.api.LinearWeight;
  *
  * <p>Vector schedule. Dense: a panel of weight rows is decoded once into f32 and reused by every input row; tiles of
  * 4 input rows × 4 weight rows keep their accumulators in registers; edge rows use a one-output kernel with the same
- * per-output order. Affine: each output is {@link WeightFormat#dot} of its row, over blocks of weight rows.
+ * per-output order. BF16 skips the panel (widening is two instructions, storing and reloading f32 costs more): the
+ * same 4 × 4 tiles widen their 4 weight rows straight from memory, and a block of 4 weight rows stays in L1 while
+ * every group of 4 input rows passes. Affine: each output is {@link WeightFormat#dot} of its row, over blocks of
+ * weight rows.
  */
 final class MatMul {
     /** f32 elements of a decoded weight panel: 256 KiB, so a panel stays in L2 while input rows stream past it. */
@@ -43,6 +47,8 @@ final class MatMul {
         }
         if (f instanceof AffineFormat a) {
             affine(out, outOff, a, xp, rows, oFrom, oTo);
+        } else if (f instanceof WeightFormat.Bf16 b) {
+            bf16(out, outOff, b, w, xp, rows, oFrom, oTo);
         } else {
             dense(out, outOff, f, w, xp, rows, oFrom, oTo);
         }
@@ -105,6 +111,37 @@ final class MatMul {
         }
     }
 
+    /** BF16: 4 weight rows at a time, widened in the tile kernels; only their scalar tails are decoded. */
+    private static void bf16(float[] out, int outOff, WeightFormat.Bf16 f, LinearWeight w, float[] xp, int rows,
+            int oFrom, int oTo) {
+        int in = f.in();
+        int n = f.vectorEnd();
+        int outF = w.outFeatures();
+        float[] tails = new float[4 * in];
+        float[] lanes = new float[16];
+        float[] acc = new float[16 * L];
+        for (int o0 = oFrom; o0 < oTo; o0 += 4) {
+            int pp = Math.min(4, oTo - o0);
+            for (int q = 0; q < pp && n < in; q++) {
+                WeightRows.decodeRange(tails, q * in + n, w, o0 + q, n, in);
+            }
+            long wb = (long) o0 * in * 2;
+            for (int r0 = 0; r0 < rows; r0 += 4) {
+                int rr = Math.min(4, rows - r0);
+                if (rr == 4 && pp == 4) {
+                    bf16x4x4(lanes, acc, xp, r0 * in, in, f.data(), wb, n);
+                } else {
+                    for (int r = 0; r < rr; r++) {
+                        for (int q = 0; q < pp; q++) {
+                            lanes[r * 4 + q] = f.dot(o0 + q, xp, (r0 + r) * in, null);
+                        }
+                    }
+                }
+                store(out, outOff + r0 * outF + o0, outF, lanes, rr, pp, xp, r0 * in, tails, 0, in, n);
+            }
+        }
+    }
+
     /** Writes the {@code rr × pp} tile {@code lanes[r·4 + q]} plus each output's tail, added last as in MatVec. */
     private static void store(float[] out, int o, int outF, float[] lanes, int rr, int pp, float[] xp, int x0,
             float[] pan, int w0, int in, int n) {
@@ -143,6 +180,34 @@ final class MatMul {
             FloatVector wv1 = FloatVector.fromArray(F, pan, wb + 1 * in + i);
             FloatVector wv2 = FloatVector.fromArray(F, pan, wb + 2 * in + i);
             FloatVector wv3 = FloatVector.fromArray(F, pan, wb + 3 * in + i);
+            a00 = wv0.fma(xv0, a00); a10 = wv0.fma(xv1, a10); a20 = wv0.fma(xv2, a20); a30 = wv0.fma(xv3, a30);
+            a01 = wv1.fma(xv0, a01); a11 = wv1.fma(xv1, a11); a21 = wv1.fma(xv2, a21); a31 = wv1.fma(xv3, a31);
+            a02 = wv2.fma(xv0, a02); a12 = wv2.fma(xv1, a12); a22 = wv2.fma(xv2, a22); a32 = wv2.fma(xv3, a32);
+            a03 = wv3.fma(xv0, a03); a13 = wv3.fma(xv1, a13); a23 = wv3.fma(xv2, a23); a33 = wv3.fma(xv3, a33);
+        }
+        a00.intoArray(acc, 0); a01.intoArray(acc, L); a02.intoArray(acc, 2 * L); a03.intoArray(acc, 3 * L);
+        a10.intoArray(acc, 4 * L); a11.intoArray(acc, 5 * L); a12.intoArray(acc, 6 * L); a13.intoArray(acc, 7 * L);
+        a20.intoArray(acc, 8 * L); a21.intoArray(acc, 9 * L); a22.intoArray(acc, 10 * L); a23.intoArray(acc, 11 * L);
+        a30.intoArray(acc, 12 * L); a31.intoArray(acc, 13 * L); a32.intoArray(acc, 14 * L); a33.intoArray(acc, 15 * L);
+        LaneSum.sum16(res, 0, acc);
+    }
+
+    /** {@link #dense4x4} with the 4 BF16 weight rows (row stride {@code 2·in} bytes from {@code wb}) widened in place; {@code res[r·4 + q]} = lane sum of output (r, q) via {@code acc}. */
+    private static void bf16x4x4(float[] res, float[] acc, float[] xp, int xb, int in, MemorySegment w, long wb,
+            int n) {
+        FloatVector a00 = FloatVector.zero(F), a01 = FloatVector.zero(F), a02 = FloatVector.zero(F), a03 = FloatVector.zero(F);
+        FloatVector a10 = FloatVector.zero(F), a11 = FloatVector.zero(F), a12 = FloatVector.zero(F), a13 = FloatVector.zero(F);
+        FloatVector a20 = FloatVector.zero(F), a21 = FloatVector.zero(F), a22 = FloatVector.zero(F), a23 = FloatVector.zero(F);
+        FloatVector a30 = FloatVector.zero(F), a31 = FloatVector.zero(F), a32 = FloatVector.zero(F), a33 = FloatVector.zero(F);
+        for (int i = 0; i < n; i += L) {
+            FloatVector xv0 = FloatVector.fromArray(F, xp, xb + 0 * in + i);
+            FloatVector xv1 = FloatVector.fromArray(F, xp, xb + 1 * in + i);
+            FloatVector xv2 = FloatVector.fromArray(F, xp, xb + 2 * in + i);
+            FloatVector xv3 = FloatVector.fromArray(F, xp, xb + 3 * in + i);
+            FloatVector wv0 = WeightFormat.Bf16.load(w, wb + 2L * (0 * in + i));
+            FloatVector wv1 = WeightFormat.Bf16.load(w, wb + 2L * (1 * in + i));
+            FloatVector wv2 = WeightFormat.Bf16.load(w, wb + 2L * (2 * in + i));
+            FloatVector wv3 = WeightFormat.Bf16.load(w, wb + 2L * (3 * in + i));
             a00 = wv0.fma(xv0, a00); a10 = wv0.fma(xv1, a10); a20 = wv0.fma(xv2, a20); a30 = wv0.fma(xv3, a30);
             a01 = wv1.fma(xv0, a01); a11 = wv1.fma(xv1, a11); a21 = wv1.fma(xv2, a21); a31 = wv1.fma(xv3, a31);
             a02 = wv2.fma(xv0, a02); a12 = wv2.fma(xv1, a12); a22 = wv2.fma(xv2, a22); a32 = wv2.fma(xv3, a32);
