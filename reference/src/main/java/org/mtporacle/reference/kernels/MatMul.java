@@ -14,7 +14,7 @@ import org.mtporacle.api.LinearWeight;
  *
  * <p>Vector schedule. Dense: a panel of weight rows is decoded once into f32 and reused by every input row; tiles of
  * 4 input rows × 4 weight rows keep their accumulators in registers; edge rows use a one-output kernel with the same
- * per-output order. BF16 skips the panel (widening is two instructions, storing and reloading f32 costs more): the
+ * per-output order. BF16 with at most 8 input rows skips the panel (widening is two instructions, storing and reloading f32 costs more): the
  * same 4 × 4 tiles widen their 4 weight rows straight from memory, and a block of 4 weight rows stays in L1 while
  * every group of 4 input rows passes. Affine: each output is {@link WeightFormat#dot} of its row, over blocks of
  * weight rows.
@@ -24,6 +24,8 @@ final class MatMul {
     private static final int PANEL_FLOATS = 1 << 16;
     /** Affine weight rows per block: their codes stay in L1 while the input rows pass. */
     private static final int AFFINE_BLOCK = 16;
+    /** Up to this many input rows (all of them stay in L1/L2) BF16 tiles read weights directly; prefill uses panels. */
+    private static final int DIRECT_MAX_ROWS = 8;
 
     private MatMul() {
     }
@@ -47,7 +49,7 @@ final class MatMul {
         }
         if (f instanceof AffineFormat a) {
             affine(out, outOff, a, xp, rows, oFrom, oTo);
-        } else if (f instanceof WeightFormat.Bf16 b) {
+        } else if (f instanceof WeightFormat.Bf16 b && rows <= DIRECT_MAX_ROWS) {
             bf16(out, outOff, b, w, xp, rows, oFrom, oTo);
         } else {
             dense(out, outOff, f, w, xp, rows, oFrom, oTo);
