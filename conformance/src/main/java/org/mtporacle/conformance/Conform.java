@@ -18,7 +18,6 @@ import java.nio.file.Path;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 
 /**
  * {@code mtp conform} as a library call: every requested backend profile against the reference on every requested
@@ -119,10 +118,5 @@ public final class Conform {
     static String version() {
         String v = Conform.class.getPackage().getImplementationVersion();
         return v == null ? "development build" : v;
-    }
-
-    /** Options keyed for a backend profile ({@code mlx precision=f32}). */
-    static String describe(Map<String, String> options) {
-        return options.isEmpty() ? "" : options.toString();
     }
 }

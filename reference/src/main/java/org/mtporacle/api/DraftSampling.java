@@ -32,13 +32,4 @@ public record DraftSampling(List<RowSampler> rows) {
     public RowSampler row(int b) {
         return rows.get(b);
     }
-
-    /** The samplers of {@code keep}, in that order (what {@link DraftRows#filterRows} does to rows). */
-    public DraftSampling filter(int[] keep) {
-        RowSampler[] out = new RowSampler[keep.length];
-        for (int i = 0; i < keep.length; i++) {
-            out[i] = rows.get(keep[i]);
-        }
-        return new DraftSampling(List.of(out));
-    }
 }

@@ -66,18 +66,6 @@ public final class RowKv {
         return values[h];
     }
 
-    /** A deep copy of the valid positions. */
-    RowKv copy() {
-        RowKv c = new RowKv(numKvHeads, headDim);
-        c.reserve(length);
-        for (int h = 0; h < numKvHeads; h++) {
-            System.arraycopy(keys[h], 0, c.keys[h], 0, length * headDim);
-            System.arraycopy(values[h], 0, c.values[h], 0, length * headDim);
-        }
-        c.length = length;
-        return c;
-    }
-
     /** Keys or values of the valid positions as {@code [nKV, length, D]} row-major. */
     float[] export(boolean wantKeys) {
         float[] out = new float[numKvHeads * length * headDim];

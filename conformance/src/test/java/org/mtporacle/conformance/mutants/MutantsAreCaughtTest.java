@@ -7,7 +7,6 @@ import org.junit.jupiter.params.provider.EnumSource;
 import org.mtporacle.api.MtpModel;
 import org.mtporacle.conformance.Campaign;
 import org.mtporacle.conformance.FixtureRecipe;
-import org.mtporacle.conformance.chain.Action;
 import org.mtporacle.conformance.chain.ChainGenerator;
 import org.mtporacle.conformance.lockstep.ChainOutcome;
 import org.mtporacle.conformance.lockstep.Lockstep;
@@ -21,7 +20,6 @@ import org.mtporacle.reference.kernels.KernelMode;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.List;
 import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -87,9 +85,5 @@ class MutantsAreCaughtTest {
     private static Campaign.Settings settings(int chains, Path traces) {
         return new Campaign.Settings("tiny", "mutant", Map.of(), Tolerance.F32, chains, 7, 0, 1,
                 ChainGenerator.Limits.defaults(), traces, 400);
-    }
-
-    static String describe(List<Action> chain) {
-        return String.join("; ", chain.stream().map(Action::describe).toList());
     }
 }
