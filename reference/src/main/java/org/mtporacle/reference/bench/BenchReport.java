@@ -28,6 +28,12 @@ public record BenchReport(String kernels, String cpu, String options, List<Row> 
             return new Row(name, threads, seconds, unit, rate, null, null, null, null, "");
         }
 
+        /** A row with a ratio to a baseline but no target (a bound the judged rows are read against). */
+        static Row compared(String name, int threads, double seconds, String unit, double rate, double ratio,
+                String baseline) {
+            return new Row(name, threads, seconds, unit, rate, ratio, baseline, null, null, "");
+        }
+
         /** A row judged {@code ratio ≥ target}. */
         static Row atLeast(String name, int threads, double seconds, String unit, double rate, double ratio,
                 String baseline, double target) {

@@ -51,6 +51,21 @@ final class DraftStepBench {
     }
 
     /**
+     * Floating-point operations of one step of {@code b} rows in its linears and head (2 per multiply-add); attention
+     * over the history, norms and the log-softmax add well under 1% at the presets' shapes and are left out, so
+     * {@code flops ÷ peak} is a lower bound on the step's time.
+     */
+    double flops(int b) {
+        MtpWeights w = model.weights();
+        long macs = 0;
+        for (LinearWeight l : List.of(w.fc(), w.qProj(), w.kProj(), w.vProj(), w.oProj(), w.gateProj(), w.upProj(),
+                w.downProj(), w.head())) {
+            macs += (long) l.inFeatures() * l.outFeatures();
+        }
+        return 2.0 * b * macs;
+    }
+
+    /**
      * Medians of the bare step and of the round, timed alternately on one kernel pool (see
      * {@link Timing#pairedMedians}): {@code {bare, round}} seconds.
      */

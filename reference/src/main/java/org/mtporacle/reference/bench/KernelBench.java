@@ -18,8 +18,9 @@ import org.mtporacle.reference.kernels.Kernels;
 
 /**
  * Measures the vector kernels against this machine's limits in one run: a STREAM-style read bandwidth
- * ({@link ReadBandwidth}), BF16 and 4-bit mat-vec as a fraction of it, one draft step and one lifecycle round at a
- * preset's shape against the bandwidth floor, and prefill matmul in GFLOP/s beside OpenBLAS {@code cblas_sgemm} when
+ * ({@link ReadBandwidth}) and a vector FMA peak ({@link FmaPeak}), BF16 and 4-bit mat-vec as a fraction of the
+ * bandwidth, one draft step and one lifecycle round at a preset's shape against the bandwidth floor (with the compute floor
+ * beside it), and prefill matmul in GFLOP/s beside OpenBLAS {@code cblas_sgemm} when
  * {@code libopenblas.so.0} is present. Every figure is the median of {@link BenchOptions#repetitions()} timed runs
  * after warm-up.
  */
@@ -45,8 +46,18 @@ public final class KernelBench {
                             "GB/s", bw.get(t)));
                 }
             }
+            Map<Integer, Double> peak = new TreeMap<>();
+            for (int t : o.threads()) {
+                try (FmaPeak f = new FmaPeak(t, o.shortWarmup() ? 2_000_000L : 20_000_000L)) {
+                    progress.accept("vector FMA peak, " + t + " thread(s)");
+                    double s = Timing.median(o.repetitions(), o.shortWarmup(), f::run);
+                    peak.put(t, f.flops() / s / 1e9);
+                    rows.add(BenchReport.Row.info("vector FMA peak (12 chains per thread)", t, s, "GFLOP/s",
+                            peak.get(t)));
+                }
+            }
             matVec(o, p, arena, bw, rows, progress);
-            draftStep(o, p, arena, bw, rows, progress);
+            draftStep(o, p, arena, bw, peak, rows, notes, progress);
             prefill(o, p, arena, rows, notes, progress);
         }
         if (!o.preset().equals("qwen3.5-0.8b")) {
@@ -81,8 +92,13 @@ public final class KernelBench {
         }
     }
 
+    /**
+     * One draft step per batch size against its bandwidth floor (weight bytes ÷ same-run read bandwidth), with its
+     * compute floor beside it (FLOPs ÷ same-run FMA peak): where the compute floor is above the target, no kernel can
+     * reach the target on this machine, and a note says so.
+     */
     private static void draftStep(BenchOptions o, FixtureModels.Preset p, Arena arena, Map<Integer, Double> bw,
-            List<BenchReport.Row> rows, Consumer<String> progress) {
+            Map<Integer, Double> peak, List<BenchReport.Row> rows, List<String> notes, Consumer<String> progress) {
         DraftStepBench d = new DraftStepBench(arena, p);
         for (int t : o.threads()) {
             for (int b : o.draftBatches()) {
@@ -91,13 +107,33 @@ public final class KernelBench {
                 double bare = paired[0];
                 double floor = d.weightBytes(b) / (bw.get(t) * 1e9);
                 String name = "draft step B=" + b + " (block+logits+log-softmax)";
+                double target = b == 1 ? 1.2 : 1.35;
                 rows.add(BenchReport.Row.atMost(name, t, bare, "GB/s", d.weightBytes(b) / bare / 1e9, bare / floor,
-                        "bandwidth floor", b == 1 ? 1.2 : 1.35));
+                        "bandwidth floor", target));
+                double compute = d.flops(b) / (peak.get(t) * 1e9);
+                rows.add(BenchReport.Row.compared("draft step B=" + b + " compute floor (FLOPs / FMA peak)", t,
+                        compute, "GFLOP/s", peak.get(t), compute / floor, "bandwidth floor"));
+                unreachable(b, t, target, floor, d.flops(b), peak.get(t)).ifPresent(notes::add);
                 double round = paired[1];
                 rows.add(BenchReport.Row.atMost("draft round B=" + b + " (ReferenceDraftRows d=1+commit)", t, round,
                         "GB/s", d.weightBytes(b) / round / 1e9, round / bare, "bare step", 1.05));
             }
         }
+    }
+
+    /**
+     * A note when a draft-step target ({@code ≤ target ×} the bandwidth floor of {@code floorSeconds}) is below the
+     * compute floor ({@code flops} at {@code peakGflops}), i.e. when no kernel can reach it on this machine.
+     */
+    static Optional<String> unreachable(int b, int threads, double target, double floorSeconds, double flops,
+            double peakGflops) {
+        double ratio = flops / (peakGflops * 1e9) / floorSeconds;
+        if (!(ratio > target)) {
+            return Optional.empty();
+        }
+        return Optional.of(String.format("draft step B=%d, %d thread(s): the target ≤%.2f× the bandwidth floor is "
+                + "below this machine's compute floor (%.2f×: %.2f GFLOP at the same-run FMA peak of %.1f GFLOP/s); "
+                + "no kernel reaches it here", b, threads, target, ratio, flops / 1e9, peakGflops));
     }
 
     private static void prefill(BenchOptions o, FixtureModels.Preset p, Arena arena, List<BenchReport.Row> rows,

@@ -31,15 +31,26 @@ import org.mtporacle.api.LinearWeight;
  * {@code acc = fma(bias_block, Σx_block, acc)}, blocks in order (groups past the vector region count as 0); the
  * driver adds {@link LaneSum} of {@code acc} and the scalar tail.
  */
-record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int codesPerWord, int chunk,
-        VectorShuffle<Float>[] scaleLanes) implements WeightFormat {
+record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int codesPerWord, int chunk, int end,
+        int chunks, int vgroups, VectorShuffle<Float>[] scaleLanes) implements WeightFormat {
     /** Per bit width 2, 4, 8: {@code mask << bits·s} in every lane, for the {@code 16/bits} steps of a half word. */
     private static final int[][] MASKS = {null, null, masks(2), null, masks(4), null, null, null, masks(8)};
     private static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     AffineFormat(LinearWeight.Affine w) {
-        this(w, w.inFeatures(), w.codes().dim(1), w.scales().dim(1), 32 % w.bits() == 0 ? 32 / w.bits() : 0,
-                32 % w.bits() == 0 ? L * 32 / w.bits() : w.groupSize(), shuffles(w.bits(), w.groupSize()));
+        this(w, 32 % w.bits() == 0 ? L * 32 / w.bits() : w.groupSize());
+    }
+
+    /** Derived sizes computed once, so a row's prologue has no divisions. */
+    private AffineFormat(LinearWeight.Affine w, int chunk) {
+        this(w, w.inFeatures(), w.codes().dim(1), w.scales().dim(1), 32 % w.bits() == 0 ? 32 / w.bits() : 0, chunk,
+                w.inFeatures() - w.inFeatures() % chunk, w.inFeatures() / chunk,
+                (w.inFeatures() - w.inFeatures() % chunk) / w.groupSize(), shuffles(w.bits(), w.groupSize()));
+    }
+
+    @Override
+    public int vectorEnd() {
+        return end;
     }
 
     private static int[] masks(int bits) {
@@ -69,7 +80,7 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
 
     /** Groups inside the vector region; their bias terms are added by {@link #dot}. */
     int vectorGroups() {
-        return vectorEnd() / w.groupSize();
+        return vgroups;
     }
 
     /** Vector groups rounded up to whole blocks of {@code L}. */
@@ -132,9 +143,8 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
 
     /** {@link #packed} for 2 and 8 bits: the step count of a half word is a variable. */
     private float packedAny(int row, float[] xp, int xpOff, float[] scratch) {
-        int chunks = vectorEnd() / chunk;
         int per = scaleLanes.length;
-        int vg = vectorGroups();
+        int vg = vgroups;
         int half = codesPerWord / 2;
         int[] masks = MASKS[w.bits()];
         long gBase = (long) row * groups;
@@ -142,8 +152,7 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
         long base = (long) row * words * 4;
         FloatVector zero = FloatVector.zero(F);
         FloatVector acc = zero;
-        for (int k0 = 0; k0 < chunks; k0 += per) {
-            int g0 = k0 / per * L;
+        for (int k0 = 0, g0 = 0; k0 < chunks; k0 += per, g0 += L) {
             FloatVector sb = block(w.scales(), gBase + g0, Math.min(L, vg - g0), scratch);
             for (int q = 0, kEnd = Math.min(per, chunks - k0); q < kEnd; q++) {
                 IntVector lo = IntVector.fromMemorySegment(WeightFormat.I, d, base + 4L * (k0 + q) * L,
@@ -174,17 +183,15 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
      * compiler unrolls the steps and keeps every mask in a register: about 1.3× faster than {@link #packedAny}.
      */
     private float packed4(int row, float[] xp, int xpOff, float[] scratch) {
-        int chunks = vectorEnd() / chunk;
         int per = scaleLanes.length;
-        int vg = vectorGroups();
+        int vg = vgroups;
         int[] masks = MASKS[4];
         long gBase = (long) row * groups;
         MemorySegment d = w.codes().data();
         long base = (long) row * words * 4;
         FloatVector zero = FloatVector.zero(F);
         FloatVector acc = zero;
-        for (int k0 = 0; k0 < chunks; k0 += per) {
-            int g0 = k0 / per * L;
+        for (int k0 = 0, g0 = 0; k0 < chunks; k0 += per, g0 += L) {
             FloatVector sb = block(w.scales(), gBase + g0, Math.min(L, vg - g0), scratch);
             for (int q = 0, kEnd = Math.min(per, chunks - k0); q < kEnd; q++) {
                 IntVector lo = IntVector.fromMemorySegment(WeightFormat.I, d, base + 4L * (k0 + q) * L,
@@ -239,8 +246,7 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
 
     /** 3-, 5-, 6-bit rows: one group per chunk, codes by scalar extraction, the group's scale broadcast. */
     private float natural(int row, float[] xp, int xpOff, float[] scratch) {
-        int chunks = vectorEnd() / chunk;
-        int vg = vectorGroups();
+        int vg = vgroups;
         int biasOff = L + chunk + groups;
         long gBase = (long) row * groups;
         WeightFormat.floats(scratch, L + chunk, w.scales(), gBase, groups);
