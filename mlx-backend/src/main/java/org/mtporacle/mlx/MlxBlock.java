@@ -35,23 +35,36 @@ final class MlxBlock implements AutoCloseable {
         this.dtype = dtype;
         this.eps = (float) config.rmsNormEps();
         List<AutoCloseable> made = new ArrayList<>();
-        fc = track(made, MlxLinear.upload(ops, w.fc(), dtype, quantF32));
-        q = track(made, MlxLinear.upload(ops, w.qProj(), dtype, quantF32));
-        k = track(made, MlxLinear.upload(ops, w.kProj(), dtype, quantF32));
-        v = track(made, MlxLinear.upload(ops, w.vProj(), dtype, quantF32));
-        o = track(made, MlxLinear.upload(ops, w.oProj(), dtype, quantF32));
-        gate = track(made, MlxLinear.upload(ops, w.gateProj(), dtype, quantF32));
-        up = track(made, MlxLinear.upload(ops, w.upProj(), dtype, quantF32));
-        down = track(made, MlxLinear.upload(ops, w.downProj(), dtype, quantF32));
-        embedding = track(made, MlxLinear.upload(ops, w.embedding(), dtype, quantF32));
-        head = track(made, MlxLinear.upload(ops, w.head(), dtype, quantF32));
-        preE = gain(ops, w.preFcNormEmbedding());
-        preH = gain(ops, w.preFcNormHidden());
-        inNorm = gain(ops, w.inputNorm());
-        qNorm = gain(ops, w.qNorm());
-        kNorm = gain(ops, w.kNorm());
-        postNorm = gain(ops, w.postAttentionNorm());
-        finalNorm = gain(ops, w.finalNorm());
+        try {
+            fc = track(made, MlxLinear.upload(ops, w.fc(), dtype, quantF32));
+            q = track(made, MlxLinear.upload(ops, w.qProj(), dtype, quantF32));
+            k = track(made, MlxLinear.upload(ops, w.kProj(), dtype, quantF32));
+            v = track(made, MlxLinear.upload(ops, w.vProj(), dtype, quantF32));
+            o = track(made, MlxLinear.upload(ops, w.oProj(), dtype, quantF32));
+            gate = track(made, MlxLinear.upload(ops, w.gateProj(), dtype, quantF32));
+            up = track(made, MlxLinear.upload(ops, w.upProj(), dtype, quantF32));
+            down = track(made, MlxLinear.upload(ops, w.downProj(), dtype, quantF32));
+            embedding = track(made, MlxLinear.upload(ops, w.embedding(), dtype, quantF32));
+            head = track(made, MlxLinear.upload(ops, w.head(), dtype, quantF32));
+            preE = track(made, gain(ops, w.preFcNormEmbedding()));
+            preH = track(made, gain(ops, w.preFcNormHidden()));
+            inNorm = track(made, gain(ops, w.inputNorm()));
+            qNorm = track(made, gain(ops, w.qNorm()));
+            kNorm = track(made, gain(ops, w.kNorm()));
+            postNorm = track(made, gain(ops, w.postAttentionNorm()));
+            finalNorm = track(made, gain(ops, w.finalNorm()));
+        } catch (RuntimeException | Error e) {
+            // Arrays already released from the scope belong to nobody yet: free them, or a failed upload (an
+            // unsupported tensor, the device out of memory) would leak everything uploaded before it.
+            for (int i = made.size() - 1; i >= 0; i--) {
+                try {
+                    made.get(i).close();
+                } catch (Exception suppressed) {
+                    e.addSuppressed(suppressed);
+                }
+            }
+            throw e;
+        }
     }
 
     private static <T extends AutoCloseable> T track(List<AutoCloseable> made, T t) {
