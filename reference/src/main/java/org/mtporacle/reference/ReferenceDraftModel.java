@@ -4,12 +4,17 @@ import org.mtporacle.api.DraftModel;
 import org.mtporacle.api.DraftRows;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
+import org.mtporacle.api.MtpWeights;
 import org.mtporacle.api.RowCheckpoint;
 import org.mtporacle.reference.kernels.Kernels;
 
 import java.util.List;
 
-/** A model loaded into the reference: the block and target head over the caller's weights (no copies). */
+/**
+ * A model loaded into the reference: the block and target head over the caller's weights, without copies when they
+ * are in native memory (mapped files, arenas); in-memory tensors on the Java heap are copied off-heap once
+ * ({@link Kernels#offHeap}), since the vector kernels read heap segments through a slow path.
+ */
 public final class ReferenceDraftModel implements DraftModel {
     private final MtpModel model;
     private final Kernels kernels;
@@ -18,15 +23,23 @@ public final class ReferenceDraftModel implements DraftModel {
     private boolean closed;
 
     public ReferenceDraftModel(MtpModel model, Kernels kernels) {
-        this(model, kernels, new MtpBlock(model.config(), model.weights(), kernels));
+        this(model, kernels, Kernels.offHeap(model.weights()));
+    }
+
+    private ReferenceDraftModel(MtpModel model, Kernels kernels, MtpWeights resident) {
+        this(model, kernels, new MtpBlock(model.config(), resident, kernels), resident);
     }
 
     /** A model whose lifecycle runs over another block (lifecycle tests substitute a fake, spec §1.9). */
     ReferenceDraftModel(MtpModel model, Kernels kernels, BlockForward block) {
+        this(model, kernels, block, Kernels.offHeap(model.weights()));
+    }
+
+    private ReferenceDraftModel(MtpModel model, Kernels kernels, BlockForward block, MtpWeights resident) {
         this.model = model;
         this.kernels = kernels;
         this.block = block;
-        this.head = new TargetHead(model.weights(), kernels);
+        this.head = new TargetHead(resident, kernels);
     }
 
     @Override

@@ -6,7 +6,11 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.LinearWeight;
+import org.mtporacle.api.MtpWeights;
 
 /**
  * The verbs the reference block is built from, in one mode, with a fixed thread count. Activations are {@code float[]}
@@ -135,6 +139,41 @@ public final class Kernels implements AutoCloseable {
         } else {
             Activations.sigmoidVector(out, outOff, z, zOff, m, mOff, n);
         }
+    }
+
+    /**
+     * {@code w} with its tensors in native memory: itself when they already are (a mapped file, an arena), otherwise
+     * a copy of the bytes in memory the garbage collector frees with it. The Vector API reads heap-backed segments
+     * through a slow path (a BF16 mat-vec on a {@code byte[]}-backed tensor runs about 14× slower), so components
+     * that multiply by in-memory weights call this once when they are built.
+     */
+    public static LinearWeight offHeap(LinearWeight w) {
+        return switch (w) {
+            case LinearWeight.Dense d -> d.weight().data().isNative() ? d : new LinearWeight.Dense(offHeap(d.weight()));
+            case LinearWeight.Affine a -> a.codes().data().isNative() && a.scales().data().isNative()
+                    && (a.biases() == null || a.biases().data().isNative()) ? a
+                    : new LinearWeight.Affine(offHeap(a.codes()), offHeap(a.scales()),
+                            a.biases() == null ? null : offHeap(a.biases()), a.bits(), a.groupSize());
+        };
+    }
+
+    /** {@link #offHeap(LinearWeight)} for every linear of {@code w} (norm gains are float arrays already). */
+    public static MtpWeights offHeap(MtpWeights w) {
+        LinearWeight embedding = offHeap(w.embedding());
+        LinearWeight head = w.head() == w.embedding() ? embedding : offHeap(w.head()); // a tied head stays tied
+        return new MtpWeights(offHeap(w.fc()), w.preFcNormEmbedding(), w.preFcNormHidden(), w.inputNorm(),
+                offHeap(w.qProj()), offHeap(w.kProj()), offHeap(w.vProj()), offHeap(w.oProj()), w.qNorm(), w.kNorm(),
+                w.postAttentionNorm(), offHeap(w.gateProj()), offHeap(w.upProj()), offHeap(w.downProj()),
+                w.finalNorm(), embedding, head);
+    }
+
+    private static HostTensor offHeap(HostTensor t) {
+        if (t.data().isNative()) {
+            return t;
+        }
+        MemorySegment seg = Arena.ofAuto().allocate(t.data().byteSize(), 64);
+        seg.copyFrom(t.data());
+        return HostTensor.view(t.dtype(), t.shape(), seg);
     }
 
     @Override

@@ -65,7 +65,7 @@ public final class ReferenceTarget {
                     gain(rnd, d), gain(rnd, d), gain(rnd, h),
                     linear(rnd, inter, h), linear(rnd, inter, h), linear(rnd, h, inter)), kernels));
         }
-        return new ReferenceTarget(c, layers, gain(rnd, h), new TargetHead(model.weights(), kernels), kernels, tap);
+        return new ReferenceTarget(c, layers, gain(rnd, h), new TargetHead(Kernels.offHeap(model.weights()), kernels), kernels, tap);
     }
 
     public Tap tap() {
@@ -109,7 +109,7 @@ public final class ReferenceTarget {
         for (int i = 0; i < v.length; i++) {
             v[i] = (float) (gaussian(rnd) * std);
         }
-        return new LinearWeight.Dense(HostTensor.ofFloats(v, out, in));
+        return Kernels.offHeap(new LinearWeight.Dense(HostTensor.ofFloats(v, out, in)));
     }
 
     private static float[] gain(SplittableRandom rnd, int n) {

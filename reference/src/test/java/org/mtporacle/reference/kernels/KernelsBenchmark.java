@@ -45,7 +45,8 @@ public class KernelsBenchmark {
         SplittableRandom rnd = new SplittableRandom(1);
         int outF = 3584;
         int in = 1024;
-        w = switch (format) {
+        // Off-heap, as weights from a mapped file are: the vector kernels read heap segments through a slow path.
+        w = Kernels.offHeap(switch (format) {
             case "BF16" -> TestWeights.dense(DType.BF16, outF, in, rnd).weight();
             case "F16" -> TestWeights.dense(DType.F16, outF, in, rnd).weight();
             case "F32" -> TestWeights.dense(DType.F32, outF, in, rnd).weight();
@@ -53,7 +54,7 @@ public class KernelsBenchmark {
                 String[] p = format.split("/");
                 yield TestWeights.affine(Integer.parseInt(p[1]), Integer.parseInt(p[2]), outF, in, rnd).weight();
             }
-        };
+        });
         x = TestWeights.randomFloats(rows * in, rnd);
         out = new float[rows * outF];
         kernels = new Kernels(KernelMode.valueOf(mode), 1);
