@@ -283,21 +283,26 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
         }
     }
 
-    /** Codes {@code q[from, from+n)} of {@code row} as floats, by scalar bit extraction. */
+    /**
+     * Codes {@code q[from, from+n)} of {@code row} as floats. {@code from} is a group start, and a group of 32, 64 or
+     * 128 codes fills whole words at any width, so the codes are read as one little-endian bit stream: a 64-bit buffer
+     * refilled a word at a time.
+     */
     private void codes(float[] dst, int dstOff, int row, int from, int n) {
         MemorySegment d = w.codes().data();
-        long base = (long) row * words;
         int bits = w.bits();
+        long wi = (long) row * words + (long) from * bits / 32;
         long mask = (1L << bits) - 1;
+        long buf = 0;
+        int have = 0;
         for (int i = 0; i < n; i++) {
-            long bit = (long) (from + i) * bits;
-            int word = (int) (bit >>> 5);
-            int shift = (int) (bit & 31);
-            long v = Integer.toUnsignedLong(d.getAtIndex(U32, base + word)) >>> shift;
-            if (shift + bits > 32) {
-                v |= Integer.toUnsignedLong(d.getAtIndex(U32, base + word + 1)) << (32 - shift);
+            if (have < bits) {
+                buf |= Integer.toUnsignedLong(d.getAtIndex(U32, wi++)) << have;
+                have += 32;
             }
-            dst[dstOff + i] = v & mask;
+            dst[dstOff + i] = buf & mask;
+            buf >>>= bits;
+            have -= bits;
         }
     }
 
