@@ -32,7 +32,8 @@ import org.mtporacle.api.LinearWeight;
  * driver adds {@link LaneSum} of {@code acc} and the scalar tail.
  */
 record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int codesPerWord, int chunk, int end,
-        int chunks, int vgroups, VectorShuffle<Float>[] scaleLanes) implements WeightFormat {
+        int chunks, int vgroups, VectorShuffle<Float>[] scaleLanes, VectorShuffle<Float> dup,
+        VectorShuffle<Float> slide) implements WeightFormat {
     /** Per bit width 2, 4, 8: {@code mask << bits·s} in every lane, for the {@code 16/bits} steps of a half word. */
     private static final int[][] MASKS = {null, null, masks(2), null, masks(4), null, null, null, masks(8)};
     private static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
@@ -45,7 +46,23 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
     private AffineFormat(LinearWeight.Affine w, int chunk) {
         this(w, w.inFeatures(), w.codes().dim(1), w.scales().dim(1), 32 % w.bits() == 0 ? 32 / w.bits() : 0, chunk,
                 w.inFeatures() - w.inFeatures() % chunk, w.inFeatures() / chunk,
-                (w.inFeatures() - w.inFeatures() % chunk) / w.groupSize(), shuffles(w.bits(), w.groupSize()));
+                (w.inFeatures() - w.inFeatures() % chunk) / w.groupSize(), shuffles(w.bits(), w.groupSize()),
+                dup(w.bits(), w.groupSize()), slide(w.bits(), w.groupSize()));
+    }
+
+    /**
+     * When a chunk holds whole groups ({@code G = C/g} of them): lane {@code j} of a chunk takes relative group
+     * {@code c·j/g}, read from the first {@code G} lanes of its block's scales slid by {@link #slide}; else null.
+     */
+    private static VectorShuffle<Float> dup(int bits, int g) {
+        int c = 32 % bits == 0 ? 32 / bits : 0;
+        return c == 0 || L * c % g != 0 ? null : VectorShuffle.fromOp(F, j -> c * j / g);
+    }
+
+    /** Lane {@code j} ← lane {@code j + G}: the next chunk's groups to the front (see {@link #dup}). */
+    private static VectorShuffle<Float> slide(int bits, int g) {
+        int c = 32 % bits == 0 ? 32 / bits : 0;
+        return c == 0 || L * c % g != 0 ? null : VectorShuffle.fromOp(F, j -> (j + L * c / g) % L);
     }
 
     @Override
@@ -135,7 +152,8 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
      * {@code s < c/2} masks {@code lo}, step {@code c/2 + s} masks {@code hi}, each with {@code mask << bits·s}, so a
      * code is {@code q·2^(bits·s) < 2^16} and becomes a float exactly as {@code float(v | 0x4B000000) − 2^23} (an
      * integer op and a subtraction, cheaper than a conversion). The scale lanes of a chunk are a permutation of its
-     * block's widened scales. {@code scratch} holds a partial block.
+     * block's widened scales: when chunks hold whole groups, one fixed permutation of the block slid forward by a
+     * chunk's groups each time ({@link #dup}, {@link #slide}; loop-invariant shuffles), else one per chunk. {@code scratch} holds a partial block.
      */
     private float packed(int row, float[] xp, int xpOff, float[] scratch) {
         return w.bits() == 4 ? packed4(row, xp, xpOff, scratch) : packedAny(row, xp, xpOff, scratch);
@@ -168,7 +186,12 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
                     t = exact(hi.and(IntVector.fromArray(WeightFormat.I, masks, s * L)))
                             .fma(FloatVector.fromArray(F, xp, xb + (half + s) * L), t);
                 }
-                acc = t.fma(sb.rearrange(scaleLanes[q]), acc);
+                if (dup != null) {
+                    acc = t.fma(sb.rearrange(dup), acc);
+                    sb = sb.rearrange(slide);
+                } else {
+                    acc = t.fma(sb.rearrange(scaleLanes[q]), acc);
+                }
             }
         }
         for (int g0 = 0; w.biases() != null && g0 < vg; g0 += L) {
@@ -207,7 +230,12 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
                     t = exact(hi.and(IntVector.fromArray(WeightFormat.I, masks, s * L)))
                             .fma(FloatVector.fromArray(F, xp, xb + (4 + s) * L), t);
                 }
-                acc = t.fma(sb.rearrange(scaleLanes[q]), acc);
+                if (dup != null) {
+                    acc = t.fma(sb.rearrange(dup), acc);
+                    sb = sb.rearrange(slide);
+                } else {
+                    acc = t.fma(sb.rearrange(scaleLanes[q]), acc);
+                }
             }
         }
         for (int g0 = 0; w.biases() != null && g0 < vg; g0 += L) {
