@@ -34,8 +34,11 @@ import org.mtporacle.api.LinearWeight;
 record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int codesPerWord, int chunk, int end,
         int chunks, int vgroups, VectorShuffle<Float>[] scaleLanes, VectorShuffle<Float> dup,
         VectorShuffle<Float> slide) implements WeightFormat {
-    /** Per bit width 2, 4, 8: {@code mask << bits·s} in every lane, for the {@code 16/bits} steps of a half word. */
-    private static final int[][] MASKS = {null, null, masks(2), null, masks(4), null, null, null, masks(8)};
+    /**
+     * Per bit width 2 and 8: {@code mask << bits·s} in every lane, for the {@code 16/bits} steps of a half word
+     * ({@link #packed4} uses constants, which the compiler keeps in registers).
+     */
+    private static final int[][] MASKS = {null, null, masks(2), null, null, null, null, null, masks(8)};
     private static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     AffineFormat(LinearWeight.Affine w) {
@@ -202,13 +205,12 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
     }
 
     /**
-     * {@link #packed} for 4 bits (the common MLX width), the same arithmetic with constant step counts, so the
-     * compiler unrolls the steps and keeps every mask in a register: about 1.3× faster than {@link #packedAny}.
+     * {@link #packed} for 4 bits (the common MLX width), the same arithmetic with constant step counts and masks, so
+     * the compiler unrolls the steps and keeps every mask in a register.
      */
     private float packed4(int row, float[] xp, int xpOff, float[] scratch) {
         int per = scaleLanes.length;
         int vg = vgroups;
-        int[] masks = MASKS[4];
         long gBase = (long) row * groups;
         MemorySegment d = w.codes().data();
         long base = (long) row * words * 4;
@@ -223,11 +225,11 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
                 int xb = xpOff + (k0 + q) * chunk;
                 FloatVector t = zero;
                 for (int s = 0; s < 4; s++) {
-                    t = exact(lo.and(IntVector.fromArray(WeightFormat.I, masks, s * L)))
+                    t = exact(lo.and(0xF << 4 * s))
                             .fma(FloatVector.fromArray(F, xp, xb + s * L), t);
                 }
                 for (int s = 0; s < 4; s++) {
-                    t = exact(hi.and(IntVector.fromArray(WeightFormat.I, masks, s * L)))
+                    t = exact(hi.and(0xF << 4 * s))
                             .fma(FloatVector.fromArray(F, xp, xb + (4 + s) * L), t);
                 }
                 if (dup != null) {
