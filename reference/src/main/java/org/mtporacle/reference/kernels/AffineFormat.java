@@ -35,10 +35,10 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
         int chunks, int vgroups, VectorShuffle<Float>[] scaleLanes, VectorShuffle<Float> dup,
         VectorShuffle<Float> slide) implements WeightFormat {
     /**
-     * Per bit width 2 and 8: {@code mask << bits·s} in every lane, for the {@code 16/bits} steps of a half word
-     * ({@link #packed4} uses constants, which the compiler keeps in registers).
+     * Per bit width 2, 4 and 8: {@code mask << bits·s} in every lane, for the {@code 16/bits} steps of a half word, as
+     * {@link #packedAny} reads them ({@link #packed4} and {@link #packed8} use constants, kept in registers).
      */
-    private static final int[][] MASKS = {null, null, masks(2), null, null, null, null, null, masks(8)};
+    private static final int[][] MASKS = {null, null, masks(2), null, masks(4), null, null, null, masks(8)};
     private static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     AffineFormat(LinearWeight.Affine w) {
@@ -159,10 +159,14 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
      * chunk's groups each time ({@link #dup}, {@link #slide}; loop-invariant shuffles), else one per chunk. {@code scratch} holds a partial block.
      */
     private float packed(int row, float[] xp, int xpOff, float[] scratch) {
-        return w.bits() == 4 ? packed4(row, xp, xpOff, scratch) : packedAny(row, xp, xpOff, scratch);
+        return switch (w.bits()) {
+            case 4 -> packed4(row, xp, xpOff, scratch);
+            case 8 -> packed8(row, xp, xpOff, scratch);
+            default -> packedAny(row, xp, xpOff, scratch);
+        };
     }
 
-    /** {@link #packed} for 2 and 8 bits: the step count of a half word is a variable. */
+    /** {@link #packed} for 2 bits (and any width): the step count of a half word is a variable. */
     private float packedAny(int row, float[] xp, int xpOff, float[] scratch) {
         int per = scaleLanes.length;
         int vg = vgroups;
@@ -231,6 +235,48 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
                 for (int s = 0; s < 4; s++) {
                     t = exact(hi.and(0xF << 4 * s))
                             .fma(FloatVector.fromArray(F, xp, xb + (4 + s) * L), t);
+                }
+                if (dup != null) {
+                    acc = t.fma(sb.rearrange(dup), acc);
+                    sb = sb.rearrange(slide);
+                } else {
+                    acc = t.fma(sb.rearrange(scaleLanes[q]), acc);
+                }
+            }
+        }
+        for (int g0 = 0; w.biases() != null && g0 < vg; g0 += L) {
+            acc = block(w.biases(), gBase + g0, Math.min(L, vg - g0), scratch)
+                    .fma(FloatVector.fromArray(F, xp, xpOff + in + g0), acc);
+        }
+        return LaneSum.sum(acc);
+    }
+
+    /**
+     * {@link #packed4} for 8 bits: two steps per half word.
+     */
+    private float packed8(int row, float[] xp, int xpOff, float[] scratch) {
+        int per = scaleLanes.length;
+        int vg = vgroups;
+        long gBase = (long) row * groups;
+        MemorySegment d = w.codes().data();
+        long base = (long) row * words * 4;
+        FloatVector zero = FloatVector.zero(F);
+        FloatVector acc = zero;
+        for (int k0 = 0, g0 = 0; k0 < chunks; k0 += per, g0 += L) {
+            FloatVector sb = block(w.scales(), gBase + g0, Math.min(L, vg - g0), scratch);
+            for (int q = 0, kEnd = Math.min(per, chunks - k0); q < kEnd; q++) {
+                IntVector lo = IntVector.fromMemorySegment(WeightFormat.I, d, base + 4L * (k0 + q) * L,
+                        ByteOrder.LITTLE_ENDIAN);
+                IntVector hi = lo.lanewise(VectorOperators.LSHR, 16);
+                int xb = xpOff + (k0 + q) * chunk;
+                FloatVector t = zero;
+                for (int s = 0; s < 2; s++) {
+                    t = exact(lo.and(0xFF << 8 * s))
+                            .fma(FloatVector.fromArray(F, xp, xb + s * L), t);
+                }
+                for (int s = 0; s < 2; s++) {
+                    t = exact(hi.and(0xFF << 8 * s))
+                            .fma(FloatVector.fromArray(F, xp, xb + (2 + s) * L), t);
                 }
                 if (dup != null) {
                     acc = t.fma(sb.rearrange(dup), acc);
