@@ -34,11 +34,6 @@ import org.mtporacle.api.LinearWeight;
 record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int codesPerWord, int chunk, int end,
         int chunks, int vgroups, VectorShuffle<Float>[] scaleLanes, VectorShuffle<Float> dup,
         VectorShuffle<Float> slide) implements WeightFormat {
-    /**
-     * Per bit width 2, 4 and 8: {@code mask << bits·s} in every lane, for the {@code 16/bits} steps of a half word, as
-     * {@link #packedAny} reads them ({@link #packed4} and {@link #packed8} use constants, kept in registers).
-     */
-    private static final int[][] MASKS = {null, null, masks(2), null, masks(4), null, null, null, masks(8)};
     private static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     AffineFormat(LinearWeight.Affine w) {
@@ -71,15 +66,6 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
     @Override
     public int vectorEnd() {
         return end;
-    }
-
-    private static int[] masks(int bits) {
-        int steps = 16 / bits;
-        int[] m = new int[steps * L];
-        for (int i = 0; i < m.length; i++) {
-            m[i] = ((1 << bits) - 1) << bits * (i / L);
-        }
-        return m;
     }
 
     /** For chunk {@code k}, lane {@code j} takes group {@code (k·C + c·j)/g} of its block of {@code L} groups. */
@@ -156,61 +142,21 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
      * code is {@code q·2^(bits·s) < 2^16} and becomes a float exactly as {@code float(v | 0x4B000000) − 2^23} (an
      * integer op and a subtraction, cheaper than a conversion). The scale lanes of a chunk are a permutation of its
      * block's widened scales: when chunks hold whole groups, one fixed permutation of the block slid forward by a
-     * chunk's groups each time ({@link #dup}, {@link #slide}; loop-invariant shuffles), else one per chunk. {@code scratch} holds a partial block.
+     * chunk's groups each time ({@link #dup}, {@link #slide}; loop-invariant shuffles), else one per chunk.
+     * {@code scratch} holds a partial block. One method per width, each with constant step counts and masks: the
+     * compiler then unrolls the steps and keeps every mask in a register (a shared method with a variable step count
+     * ran 1.3–1.5× slower).
      */
     private float packed(int row, float[] xp, int xpOff, float[] scratch) {
         return switch (w.bits()) {
             case 4 -> packed4(row, xp, xpOff, scratch);
             case 8 -> packed8(row, xp, xpOff, scratch);
-            default -> packedAny(row, xp, xpOff, scratch);
+            default -> packed2(row, xp, xpOff, scratch);
         };
     }
 
-    /** {@link #packed} for 2 bits (and any width): the step count of a half word is a variable. */
-    private float packedAny(int row, float[] xp, int xpOff, float[] scratch) {
-        int per = scaleLanes.length;
-        int vg = vgroups;
-        int half = codesPerWord / 2;
-        int[] masks = MASKS[w.bits()];
-        long gBase = (long) row * groups;
-        MemorySegment d = w.codes().data();
-        long base = (long) row * words * 4;
-        FloatVector zero = FloatVector.zero(F);
-        FloatVector acc = zero;
-        for (int k0 = 0, g0 = 0; k0 < chunks; k0 += per, g0 += L) {
-            FloatVector sb = block(w.scales(), gBase + g0, Math.min(L, vg - g0), scratch);
-            for (int q = 0, kEnd = Math.min(per, chunks - k0); q < kEnd; q++) {
-                IntVector lo = IntVector.fromMemorySegment(WeightFormat.I, d, base + 4L * (k0 + q) * L,
-                        ByteOrder.LITTLE_ENDIAN);
-                IntVector hi = lo.lanewise(VectorOperators.LSHR, 16);
-                int xb = xpOff + (k0 + q) * chunk;
-                FloatVector t = zero;
-                for (int s = 0; s < half; s++) {
-                    t = exact(lo.and(IntVector.fromArray(WeightFormat.I, masks, s * L)))
-                            .fma(FloatVector.fromArray(F, xp, xb + s * L), t);
-                }
-                for (int s = 0; s < half; s++) {
-                    t = exact(hi.and(IntVector.fromArray(WeightFormat.I, masks, s * L)))
-                            .fma(FloatVector.fromArray(F, xp, xb + (half + s) * L), t);
-                }
-                if (dup != null) {
-                    acc = t.fma(sb.rearrange(dup), acc);
-                    sb = sb.rearrange(slide);
-                } else {
-                    acc = t.fma(sb.rearrange(scaleLanes[q]), acc);
-                }
-            }
-        }
-        for (int g0 = 0; w.biases() != null && g0 < vg; g0 += L) {
-            acc = block(w.biases(), gBase + g0, Math.min(L, vg - g0), scratch)
-                    .fma(FloatVector.fromArray(F, xp, xpOff + in + g0), acc);
-        }
-        return LaneSum.sum(acc);
-    }
-
     /**
-     * {@link #packed} for 4 bits (the common MLX width), the same arithmetic with constant step counts and masks, so
-     * the compiler unrolls the steps and keeps every mask in a register.
+     * {@link #packed} for 4 bits (the common MLX width): four steps per half word.
      */
     private float packed4(int row, float[] xp, int xpOff, float[] scratch) {
         int per = scaleLanes.length;
@@ -277,6 +223,48 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
                 for (int s = 0; s < 2; s++) {
                     t = exact(hi.and(0xFF << 8 * s))
                             .fma(FloatVector.fromArray(F, xp, xb + (2 + s) * L), t);
+                }
+                if (dup != null) {
+                    acc = t.fma(sb.rearrange(dup), acc);
+                    sb = sb.rearrange(slide);
+                } else {
+                    acc = t.fma(sb.rearrange(scaleLanes[q]), acc);
+                }
+            }
+        }
+        for (int g0 = 0; w.biases() != null && g0 < vg; g0 += L) {
+            acc = block(w.biases(), gBase + g0, Math.min(L, vg - g0), scratch)
+                    .fma(FloatVector.fromArray(F, xp, xpOff + in + g0), acc);
+        }
+        return LaneSum.sum(acc);
+    }
+
+    /**
+     * {@link #packed4} for 2 bits: eight steps per half word.
+     */
+    private float packed2(int row, float[] xp, int xpOff, float[] scratch) {
+        int per = scaleLanes.length;
+        int vg = vgroups;
+        long gBase = (long) row * groups;
+        MemorySegment d = w.codes().data();
+        long base = (long) row * words * 4;
+        FloatVector zero = FloatVector.zero(F);
+        FloatVector acc = zero;
+        for (int k0 = 0, g0 = 0; k0 < chunks; k0 += per, g0 += L) {
+            FloatVector sb = block(w.scales(), gBase + g0, Math.min(L, vg - g0), scratch);
+            for (int q = 0, kEnd = Math.min(per, chunks - k0); q < kEnd; q++) {
+                IntVector lo = IntVector.fromMemorySegment(WeightFormat.I, d, base + 4L * (k0 + q) * L,
+                        ByteOrder.LITTLE_ENDIAN);
+                IntVector hi = lo.lanewise(VectorOperators.LSHR, 16);
+                int xb = xpOff + (k0 + q) * chunk;
+                FloatVector t = zero;
+                for (int s = 0; s < 8; s++) {
+                    t = exact(lo.and(0x3 << 2 * s))
+                            .fma(FloatVector.fromArray(F, xp, xb + s * L), t);
+                }
+                for (int s = 0; s < 8; s++) {
+                    t = exact(hi.and(0x3 << 2 * s))
+                            .fma(FloatVector.fromArray(F, xp, xb + (8 + s) * L), t);
                 }
                 if (dup != null) {
                     acc = t.fma(sb.rearrange(dup), acc);
