@@ -15,7 +15,10 @@ import org.mtporacle.reference.bench.BenchReport;
 import org.mtporacle.reference.bench.KernelBench;
 import org.mtporacle.reference.fixture.FixtureModels;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -32,8 +35,9 @@ import java.util.concurrent.Callable;
  */
 @Command(name = "bench", mixinStandardHelpOptions = true,
         description = {"Measure the reference's kernels and draft step against same-run baselines.",
-                "Figures: STREAM-style read bandwidth; BF16 and 4-bit mat-vec as a fraction of it; a draft step "
-                        + "against the bandwidth floor; the lifecycle's overhead; prefill against OpenBLAS sgemm "
+                "Figures: STREAM-style read bandwidth and vector FMA peak; BF16 and 4-bit mat-vec as a fraction of "
+                        + "the bandwidth; a draft step against the bandwidth floor, with its compute floor beside it; "
+                        + "the lifecycle's overhead; prefill against OpenBLAS sgemm "
                         + "(set OPENBLAS_CORETYPE=SkylakeX on AVX-512 CPUs; skipped with a note when absent)."})
 final class BenchCommand implements Callable<Integer> {
     @Option(names = "--preset", paramLabel = "NAME",
@@ -48,6 +52,10 @@ final class BenchCommand implements Callable<Integer> {
 
     @Option(names = "--quick", description = "A short smoke run (small shapes, fewer repetitions).")
     boolean quick;
+
+    @Option(names = "--only", paramLabel = "PART[,PART...]", split = ",",
+            description = "Measure only these groups: matvec, draft, prefill (the baselines always run).")
+    List<String> only;
 
     @Option(names = "--no-openblas", description = "Skip the OpenBLAS comparison.")
     boolean noOpenBlas;
@@ -66,8 +74,32 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--quiet", description = "No progress lines.")
     boolean quiet;
 
+    @Spec
+    CommandSpec spec;
+
     @Override
     public Integer call() {
+        BenchOptions o;
+        try {
+            o = options();
+        } catch (IllegalArgumentException e) { // a bad value: a usage error (exit 2), not an internal one
+            throw new ParameterException(spec.commandLine(), e.getMessage(), e);
+        }
+        ProgressLine progress = new ProgressLine(quiet || json);
+        BenchReport report = KernelBench.run(o, line -> progress.status("bench: " + line));
+        String comparison = backend == null ? null : compare(o.preset(), progress);
+        progress.finish();
+        if (json) {
+            System.out.println(comparison == null ? report.toJson()
+                    : "{\"kernels\": " + report.toJson() + ", \"backendComparison\": " + comparison + "}");
+        } else {
+            System.out.print(report.toTable());
+        }
+        return MtpCommand.EXIT_OK;
+    }
+
+    /** The benchmark options from the flags; IllegalArgumentException names a bad value. */
+    private BenchOptions options() {
         BenchOptions o = quick ? BenchOptions.quick() : BenchOptions.defaults();
         if (preset != null) {
             o = o.withPreset(preset);
@@ -81,18 +113,10 @@ final class BenchCommand implements Callable<Integer> {
         if (noOpenBlas) {
             o = o.withOpenBlas(false);
         }
-        FixtureModels.preset(o.preset());
-        ProgressLine progress = new ProgressLine(quiet || json);
-        BenchReport report = KernelBench.run(o, line -> progress.status("bench: " + line));
-        String comparison = backend == null ? null : compare(o.preset(), progress);
-        progress.finish();
-        if (json) {
-            System.out.println(comparison == null ? report.toJson()
-                    : "{\"kernels\": " + report.toJson() + ", \"backendComparison\": " + comparison + "}");
-        } else {
-            System.out.print(report.toTable());
+        if (only != null) {
+            o = o.withParts(only);
         }
-        return MtpCommand.EXIT_OK;
+        return o;
     }
 
     /** Times draft rounds (depth 1, then commit) at B = 1 on the reference and on the backend; prints the ratio. */

@@ -45,6 +45,25 @@ class CommandLineTest {
     }
 
     @Test
+    void benchRunsOnlyTheRequestedPartsBesideItsBaselines() {
+        Run r = run("bench", "--quick", "--only", "matvec", "--threads", "1", "--repetitions", "1", "--no-openblas",
+                "--quiet");
+        assertThat(r.exit()).as(r.out() + r.err()).isEqualTo(0);
+        assertThat(r.out()).contains("read bandwidth").contains("vector FMA peak").contains("4-bit g64 mat-vec")
+                .doesNotContain("draft step B=").doesNotContain("prefill bf16");
+    }
+
+    @Test
+    void badBenchValuesAreUsageErrors() {
+        Run part = run("bench", "--only", "matvec,kernels");
+        assertThat(part.exit()).isEqualTo(MtpCommand.EXIT_USAGE);
+        assertThat(part.err()).contains("unknown part 'kernels'").contains("matvec, draft, prefill");
+        Run threads = run("bench", "--threads", "0");
+        assertThat(threads.exit()).isEqualTo(MtpCommand.EXIT_USAGE);
+        assertThat(threads.err()).contains("must be positive").contains("[0]");
+    }
+
+    @Test
     void conformOnTheReferencePassesAndWritesBothReports() throws Exception {
         Run r = run("conform", "--backend", "reference", "--fixture", "tiny", "--chains", "6", "--report",
                 dir.resolve("r").toString());

@@ -1,7 +1,9 @@
 package org.mtporacle.reference.bench;
 
 import java.util.ArrayList;
+import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Set;
 import org.mtporacle.reference.fixture.FixtureModels;
 
 /**
@@ -19,13 +21,29 @@ import org.mtporacle.reference.fixture.FixtureModels;
  * @param draftBatches  batch sizes B of the draft-step figures
  * @param kvHistory     KV positions each draft row holds before the measured steps
  * @param openBlas      compare prefill with OpenBLAS {@code cblas_sgemm} when {@code libopenblas.so.0} loads
+ * @param parts         which groups of figures to measure, a subset of {@link #PARTS}; the baselines (read
+ *                      bandwidth, FMA peak) are always measured
  */
 public record BenchOptions(String preset, List<Integer> threads, int repetitions, boolean shortWarmup, long baselineBytes,
-        int prefillRows, List<Integer> draftBatches, int kvHistory, boolean openBlas) {
+        int prefillRows, List<Integer> draftBatches, int kvHistory, boolean openBlas, Set<String> parts) {
+    /** The groups of figures: mat-vec, draft step and round, prefill. */
+    public static final List<String> PARTS = List.of("matvec", "draft", "prefill");
+
     public BenchOptions {
         FixtureModels.preset(preset);
         threads = List.copyOf(threads);
         draftBatches = List.copyOf(draftBatches);
+        parts = Set.copyOf(parts);
+        for (String part : parts) {
+            if (!PARTS.contains(part)) {
+                throw new IllegalArgumentException("bench: unknown part '" + part + "', expected one or more of "
+                        + String.join(", ", PARTS));
+            }
+        }
+        if (parts.isEmpty()) {
+            throw new IllegalArgumentException("bench: no part to measure; expected one or more of "
+                    + String.join(", ", PARTS));
+        }
         if (repetitions < 1 || baselineBytes < (1 << 20) || prefillRows < 1 || kvHistory < 1 || threads.isEmpty()
                 || threads.stream().anyMatch(t -> t < 1) || draftBatches.stream().anyMatch(b -> b < 1)) {
             throw new IllegalArgumentException("bench: repetitions, baseline bytes (≥ 1 MiB), prefill rows, KV history,"
@@ -36,37 +54,50 @@ public record BenchOptions(String preset, List<Integer> threads, int repetitions
 
     /** The full run: qwen3.5-0.8b, 1 and 2 threads, 5 repetitions, 1 GiB baseline, 2048 prefill rows, B 1 and 8. */
     public static BenchOptions defaults() {
-        return new BenchOptions("qwen3.5-0.8b", List.of(1, 2), 5, false, 1L << 30, 2048, List.of(1, 8), 64, true);
+        return new BenchOptions("qwen3.5-0.8b", List.of(1, 2), 5, false, 1L << 30, 2048, List.of(1, 8), 64, true,
+                Set.copyOf(PARTS));
     }
 
     /** A smoke run: the small preset, 3 repetitions, short warm-up, 256 MiB baseline, 128 prefill rows. */
     public static BenchOptions quick() {
-        return new BenchOptions("small", List.of(1, 2), 3, true, 256L << 20, 128, List.of(1, 8), 64, true);
+        return new BenchOptions("small", List.of(1, 2), 3, true, 256L << 20, 128, List.of(1, 8), 64, true,
+                Set.copyOf(PARTS));
     }
 
     public BenchOptions withPreset(String name) {
         return new BenchOptions(name, threads, repetitions, shortWarmup, baselineBytes, prefillRows, draftBatches, kvHistory,
-                openBlas);
+                openBlas, parts);
     }
 
     public BenchOptions withThreads(List<Integer> counts) {
         return new BenchOptions(preset, counts, repetitions, shortWarmup, baselineBytes, prefillRows, draftBatches,
-                kvHistory, openBlas);
+                kvHistory, openBlas, parts);
     }
 
     public BenchOptions withRepetitions(int n) {
         return new BenchOptions(preset, threads, n, shortWarmup, baselineBytes, prefillRows, draftBatches, kvHistory,
-                openBlas);
+                openBlas, parts);
     }
 
     public BenchOptions withOpenBlas(boolean on) {
         return new BenchOptions(preset, threads, repetitions, shortWarmup, baselineBytes, prefillRows, draftBatches,
-                kvHistory, on);
+                kvHistory, on, parts);
+    }
+
+    /** Only these groups of figures ({@link #PARTS}). */
+    public BenchOptions withParts(List<String> names) {
+        return new BenchOptions(preset, threads, repetitions, shortWarmup, baselineBytes, prefillRows, draftBatches,
+                kvHistory, openBlas, new LinkedHashSet<>(names));
+    }
+
+    /** Whether {@code part} is measured. */
+    public boolean measures(String part) {
+        return parts.contains(part);
     }
 
     /**
      * Options from command-line words: {@code --quick}, {@code --preset NAME}, {@code --threads 1,2},
-     * {@code --repetitions N}, {@code --no-openblas}.
+     * {@code --repetitions N}, {@code --only matvec,draft,prefill}, {@code --no-openblas}.
      *
      * @throws IllegalArgumentException for an unknown word or a missing value
      */
@@ -77,7 +108,7 @@ public record BenchOptions(String preset, List<Integer> threads, int repetitions
             switch (a) {
                 case "--quick" -> { }
                 case "--no-openblas" -> o = o.withOpenBlas(false);
-                case "--preset", "--threads", "--repetitions" -> {
+                case "--preset", "--threads", "--repetitions", "--only" -> {
                     if (i + 1 >= args.size()) {
                         throw new IllegalArgumentException("bench: " + a + " needs a value");
                     }
@@ -85,11 +116,12 @@ public record BenchOptions(String preset, List<Integer> threads, int repetitions
                     o = switch (a) {
                         case "--preset" -> o.withPreset(v);
                         case "--threads" -> o.withThreads(ints(v));
+                        case "--only" -> o.withParts(List.of(v.split(",")));
                         default -> o.withRepetitions(Integer.parseInt(v));
                     };
                 }
                 default -> throw new IllegalArgumentException("bench: unknown option '" + a + "', expected --quick,"
-                        + " --preset NAME, --threads 1,2, --repetitions N or --no-openblas");
+                        + " --preset NAME, --threads 1,2, --repetitions N, --only PARTS or --no-openblas");
             }
         }
         return o;

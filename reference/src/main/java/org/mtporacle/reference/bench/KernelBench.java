@@ -56,9 +56,15 @@ public final class KernelBench {
                             peak.get(t)));
                 }
             }
-            matVec(o, p, arena, bw, rows, progress);
-            draftStep(o, p, arena, bw, peak, rows, notes, progress);
-            prefill(o, p, arena, rows, notes, progress);
+            if (o.measures("matvec")) {
+                matVec(o, p, arena, bw, rows, progress);
+            }
+            if (o.measures("draft")) {
+                draftStep(o, p, arena, bw, peak, rows, notes, progress);
+            }
+            if (o.measures("prefill")) {
+                prefill(o, p, arena, rows, notes, progress);
+            }
         }
         if (!o.preset().equals("qwen3.5-0.8b")) {
             notes.add("preset " + o.preset() + ": weights may fit in cache, so bandwidth ratios can exceed 1");

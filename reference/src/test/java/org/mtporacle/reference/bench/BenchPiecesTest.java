@@ -49,6 +49,19 @@ class BenchPiecesTest {
     }
 
     @Test
+    void onlyNamesTheMeasuredPartsAndRejectsUnknownOnes() {
+        BenchOptions o = BenchOptions.parse(List.of("--quick", "--only", "draft,prefill"));
+        assertThat(o.measures("draft")).isTrue();
+        assertThat(o.measures("prefill")).isTrue();
+        assertThat(o.measures("matvec")).isFalse();
+        assertThat(BenchOptions.defaults().parts()).containsExactlyInAnyOrderElementsOf(BenchOptions.PARTS);
+        assertThatThrownBy(() -> BenchOptions.parse(List.of("--only", "matvec,gemm")))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("unknown part 'gemm'");
+        assertThatThrownBy(() -> BenchOptions.defaults().withParts(List.of()))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("no part");
+    }
+
+    @Test
     void comparedRowsCarryARatioButNoVerdict() {
         BenchReport r = new BenchReport("k", "c", "o", List.of(
                 BenchReport.Row.compared("floor", 1, 0.04, "GFLOP/s", 100, 1.6, "bandwidth floor"),
