@@ -8,6 +8,7 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.ShortVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorShuffle;
 import org.mtporacle.api.DType;
@@ -302,6 +303,12 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
                 default -> {
                 }
             }
+        } else if (t.dtype() == DType.BF16) { // a partial block (a row whose group count is not a multiple of L)
+            return ((IntVector) ShortVector.fromMemorySegment(WeightFormat.S, t.data(), 2 * index,
+                    ByteOrder.LITTLE_ENDIAN, WeightFormat.S.indexInRange(0, n)).convertShape(VectorOperators.S2I,
+                    WeightFormat.I, 0)).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+        } else if (t.dtype() == DType.F32) {
+            return FloatVector.fromMemorySegment(F, t.data(), 4 * index, ByteOrder.LITTLE_ENDIAN, F.indexInRange(0, n));
         }
         java.util.Arrays.fill(tmp, 0, L, 0f);
         WeightFormat.floats(tmp, 0, t, index, n);
