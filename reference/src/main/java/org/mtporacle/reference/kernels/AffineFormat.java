@@ -282,6 +282,66 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
         return LaneSum.sum(acc);
     }
 
+    /** Whether {@link #dot4} applies: 4-bit codes whose chunks hold whole groups. */
+    boolean hasDot4() {
+        return w.bits() == 4 && dup != null;
+    }
+
+    /**
+     * {@link #dot} of one 4-bit weight row against 4 prepared input rows ({@code xp} at {@code xpOff + r·stride}),
+     * into {@code res[0, 4)}: each chunk's codes are unpacked once and multiplied into all 4 rows, each row with
+     * exactly {@link #packed4}'s operations in its order, so the results equal 4 separate {@link #dot} calls bit for
+     * bit. Requires {@link #hasDot4}.
+     */
+    void dot4(int row, float[] xp, int xpOff, int stride, float[] scratch, float[] res) {
+        int per = scaleLanes.length;
+        int vg = vgroups;
+        long gBase = (long) row * groups;
+        MemorySegment d = w.codes().data();
+        long base = (long) row * words * 4;
+        int x1 = xpOff + stride;
+        int x2 = x1 + stride;
+        int x3 = x2 + stride;
+        FloatVector zero = FloatVector.zero(F);
+        FloatVector a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+        for (int k0 = 0, g0 = 0; k0 < chunks; k0 += per, g0 += L) {
+            FloatVector sb = block(w.scales(), gBase + g0, Math.min(L, vg - g0), scratch);
+            for (int q = 0, kEnd = Math.min(per, chunks - k0); q < kEnd; q++) {
+                IntVector lo = IntVector.fromMemorySegment(WeightFormat.I, d, base + 4L * (k0 + q) * L,
+                        ByteOrder.LITTLE_ENDIAN);
+                IntVector hi = lo.lanewise(VectorOperators.LSHR, 16);
+                int xb = (k0 + q) * chunk;
+                FloatVector t0 = zero, t1 = zero, t2 = zero, t3 = zero;
+                for (int s = 0; s < 8; s++) {
+                    FloatVector v = exact((s < 4 ? lo : hi).and(0xF << 4 * (s & 3)));
+                    int i = xb + s * L;
+                    t0 = v.fma(FloatVector.fromArray(F, xp, xpOff + i), t0);
+                    t1 = v.fma(FloatVector.fromArray(F, xp, x1 + i), t1);
+                    t2 = v.fma(FloatVector.fromArray(F, xp, x2 + i), t2);
+                    t3 = v.fma(FloatVector.fromArray(F, xp, x3 + i), t3);
+                }
+                FloatVector sc = sb.rearrange(dup);
+                sb = sb.rearrange(slide);
+                a0 = t0.fma(sc, a0);
+                a1 = t1.fma(sc, a1);
+                a2 = t2.fma(sc, a2);
+                a3 = t3.fma(sc, a3);
+            }
+        }
+        for (int g0 = 0; w.biases() != null && g0 < vg; g0 += L) {
+            FloatVector b = block(w.biases(), gBase + g0, Math.min(L, vg - g0), scratch);
+            int i = in + g0;
+            a0 = b.fma(FloatVector.fromArray(F, xp, xpOff + i), a0);
+            a1 = b.fma(FloatVector.fromArray(F, xp, x1 + i), a1);
+            a2 = b.fma(FloatVector.fromArray(F, xp, x2 + i), a2);
+            a3 = b.fma(FloatVector.fromArray(F, xp, x3 + i), a3);
+        }
+        res[0] = LaneSum.sum(a0);
+        res[1] = LaneSum.sum(a1);
+        res[2] = LaneSum.sum(a2);
+        res[3] = LaneSum.sum(a3);
+    }
+
     /** {@code v} (every lane below 2^23) as floats, exactly. */
     private static FloatVector exact(IntVector v) {
         return v.or(0x4B000000).reinterpretAsFloats().sub(0x1p23f);

@@ -64,12 +64,23 @@ final class MatMul {
         int outF = f.w().outFeatures();
         float[] scratch = new float[f.scratchSize()];
         float[] tails = new float[AFFINE_BLOCK * (in - n)];
+        float[] four = new float[4];
         for (int o0 = oFrom; o0 < oTo; o0 += AFFINE_BLOCK) {
             int p = Math.min(AFFINE_BLOCK, oTo - o0);
             for (int q = 0; q < p && n < in; q++) {
                 WeightRows.decodeRange(tails, q * (in - n), f.w(), o0 + q, n, in);
             }
-            for (int r = 0; r < rows; r++) {
+            int r = 0;
+            for (; f.hasDot4() && r + 4 <= rows; r += 4) {
+                for (int q = 0; q < p; q++) {
+                    f.dot4(o0 + q, xp, r * ps, ps, scratch, four);
+                    for (int k = 0; k < 4; k++) {
+                        out[outOff + (r + k) * outF + o0 + q] = MatVec.finish(four[k], xp, (r + k) * ps + n, tails,
+                                q * (in - n), in - n);
+                    }
+                }
+            }
+            for (; r < rows; r++) {
                 for (int q = 0; q < p; q++) {
                     out[outOff + r * outF + o0 + q] = MatVec.finish(f.dot(o0 + q, xp, r * ps, scratch), xp,
                             r * ps + n, tails, q * (in - n), in - n);
