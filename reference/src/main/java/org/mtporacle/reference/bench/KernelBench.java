@@ -6,6 +6,7 @@ import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
@@ -19,8 +20,8 @@ import org.mtporacle.reference.kernels.Kernels;
 /**
  * Measures the vector kernels against this machine's limits in one run: a STREAM-style read bandwidth
  * ({@link ReadBandwidth}) and a vector FMA peak ({@link FmaPeak}), BF16 and 4-bit mat-vec as a fraction of the
- * bandwidth, one draft step and one lifecycle round at a preset's shape against the bandwidth floor (with the compute floor
- * beside it), and prefill matmul in GFLOP/s beside OpenBLAS {@code cblas_sgemm} when
+ * bandwidth, one draft step and one lifecycle round at a preset's shape against the bandwidth floor (with the
+ * compute floor beside it), and prefill matmul in GFLOP/s beside OpenBLAS {@code cblas_sgemm} when
  * {@code libopenblas.so.0} is present. Every figure is the median of {@link BenchOptions#repetitions()} timed runs
  * after warm-up.
  */
@@ -137,7 +138,7 @@ public final class KernelBench {
         if (!(ratio > target)) {
             return Optional.empty();
         }
-        return Optional.of(String.format("draft step B=%d, %d thread(s): the target ≤%.2f× the bandwidth floor is "
+        return Optional.of(String.format(Locale.ROOT, "draft step B=%d, %d thread(s): the target ≤%.2f× the bandwidth floor is "
                 + "below this machine's compute floor (%.2f×: %.2f GFLOP at the same-run FMA peak of %.1f GFLOP/s); "
                 + "no kernel reaches it here", b, threads, target, ratio, flops / 1e9, peakGflops));
     }
