@@ -32,20 +32,14 @@ import org.mtporacle.api.LinearWeight;
  * {@code acc = fma(bias_block, Σx_block, acc)}, blocks in order (groups past the vector region count as 0); the
  * driver adds {@link LaneSum} of {@code acc} and the scalar tail.
  */
-record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int codesPerWord, int chunk, int end,
-        int chunks, int vgroups, VectorShuffle<Float>[] scaleLanes, VectorShuffle<Float> dup,
-        VectorShuffle<Float> slide) implements WeightFormat {
+record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int codesPerWord, int chunk,
+        VectorShuffle<Float>[] scaleLanes, VectorShuffle<Float> dup, VectorShuffle<Float> slide)
+        implements WeightFormat {
     private static final ValueLayout.OfInt U32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     AffineFormat(LinearWeight.Affine w) {
-        this(w, 32 % w.bits() == 0 ? L * 32 / w.bits() : w.groupSize());
-    }
-
-    /** Derived sizes computed once, so a row's prologue has no divisions. */
-    private AffineFormat(LinearWeight.Affine w, int chunk) {
-        this(w, w.inFeatures(), w.codes().dim(1), w.scales().dim(1), 32 % w.bits() == 0 ? 32 / w.bits() : 0, chunk,
-                w.inFeatures() - w.inFeatures() % chunk, w.inFeatures() / chunk,
-                (w.inFeatures() - w.inFeatures() % chunk) / w.groupSize(), shuffles(w.bits(), w.groupSize()),
+        this(w, w.inFeatures(), w.codes().dim(1), w.scales().dim(1), 32 % w.bits() == 0 ? 32 / w.bits() : 0,
+                32 % w.bits() == 0 ? L * 32 / w.bits() : w.groupSize(), shuffles(w.bits(), w.groupSize()),
                 dup(w.bits(), w.groupSize()), slide(w.bits(), w.groupSize()));
     }
 
@@ -62,11 +56,6 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
     private static VectorShuffle<Float> slide(int bits, int g) {
         int c = 32 % bits == 0 ? 32 / bits : 0;
         return c == 0 || L * c % g != 0 ? null : VectorShuffle.fromOp(F, j -> (j + L * c / g) % L);
-    }
-
-    @Override
-    public int vectorEnd() {
-        return end;
     }
 
     /** For chunk {@code k}, lane {@code j} takes group {@code (k·C + c·j)/g} of its block of {@code L} groups. */
@@ -87,7 +76,7 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
 
     /** Groups inside the vector region; their bias terms are added by {@link #dot}. */
     int vectorGroups() {
-        return vgroups;
+        return vectorEnd() / w.groupSize();
     }
 
     /** Vector groups rounded up to whole blocks of {@code L}. */
@@ -102,7 +91,7 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
 
     @Override
     public int scratchSize() {
-        return 2 * L + Math.max(chunk + groups, vectorEnd() / chunk * L) + paddedGroups();
+        return L + (codesPerWord != 0 ? 0 : chunk + groups); // a partial block; natural rows add codes and scales
     }
 
     /** Permuted, prescaled x of the vector region, the natural tail, then per-group {@code Σx} padded with 0. */
@@ -161,7 +150,8 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
      */
     private float packed4(int row, float[] xp, int xpOff, float[] scratch) {
         int per = scaleLanes.length;
-        int vg = vgroups;
+        int chunks = vectorEnd() / chunk;
+        int vg = vectorGroups();
         long gBase = (long) row * groups;
         MemorySegment d = w.codes().data();
         long base = (long) row * words * 4;
@@ -203,7 +193,8 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
      */
     private float packed8(int row, float[] xp, int xpOff, float[] scratch) {
         int per = scaleLanes.length;
-        int vg = vgroups;
+        int chunks = vectorEnd() / chunk;
+        int vg = vectorGroups();
         long gBase = (long) row * groups;
         MemorySegment d = w.codes().data();
         long base = (long) row * words * 4;
@@ -245,7 +236,8 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
      */
     private float packed2(int row, float[] xp, int xpOff, float[] scratch) {
         int per = scaleLanes.length;
-        int vg = vgroups;
+        int chunks = vectorEnd() / chunk;
+        int vg = vectorGroups();
         long gBase = (long) row * groups;
         MemorySegment d = w.codes().data();
         long base = (long) row * words * 4;
@@ -295,7 +287,8 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
      */
     void dot4(int row, float[] xp, int xpOff, int stride, float[] scratch, float[] res) {
         int per = scaleLanes.length;
-        int vg = vgroups;
+        int chunks = vectorEnd() / chunk;
+        int vg = vectorGroups();
         long gBase = (long) row * groups;
         MemorySegment d = w.codes().data();
         long base = (long) row * words * 4;
@@ -377,13 +370,10 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
 
     /** 3-, 5-, 6-bit rows: one group per chunk, codes by scalar extraction, the group's scale broadcast. */
     private float natural(int row, float[] xp, int xpOff, float[] scratch) {
-        int vg = vgroups;
-        int biasOff = L + chunk + groups;
+        int chunks = vectorEnd() / chunk;
+        int vg = vectorGroups();
         long gBase = (long) row * groups;
         WeightFormat.floats(scratch, L + chunk, w.scales(), gBase, groups);
-        for (int g0 = 0; w.biases() != null && g0 < vg; g0 += L) {
-            blockInto(scratch, biasOff + g0, w.biases(), gBase + g0, Math.min(L, vg - g0), scratch, 0);
-        }
         FloatVector acc = FloatVector.zero(F);
         for (int k = 0; k < chunks; k++) {
             codes(scratch, L, row, k * chunk, chunk);
@@ -395,23 +385,10 @@ record AffineFormat(LinearWeight.Affine w, int in, int words, int groups, int co
             acc = t.fma(FloatVector.broadcast(F, scratch[L + chunk + k]), acc);
         }
         for (int g0 = 0; w.biases() != null && g0 < vg; g0 += L) {
-            acc = FloatVector.fromArray(F, scratch, biasOff + g0).fma(FloatVector.fromArray(F, xp, xpOff + in + g0), acc);
+            acc = block(w.biases(), gBase + g0, Math.min(L, vg - g0), scratch)
+                    .fma(FloatVector.fromArray(F, xp, xpOff + in + g0), acc);
         }
         return LaneSum.sum(acc);
-    }
-
-    /**
-     * {@code dst[off, off+L)} = {@code n ≤ L} f32 values of {@code t} from {@code index}, lanes past {@code n} zero;
-     * {@code tmp[tmpOff, tmpOff+L)} is scratch.
-     */
-    private static void blockInto(float[] dst, int off, HostTensor t, long index, int n, float[] tmp, int tmpOff) {
-        if (n == L && t.dtype() == DType.BF16) {
-            WeightFormat.Bf16.load(t.data(), 2 * index).intoArray(dst, off);
-        } else {
-            java.util.Arrays.fill(tmp, tmpOff, tmpOff + L, 0f);
-            WeightFormat.floats(tmp, tmpOff, t, index, n);
-            System.arraycopy(tmp, tmpOff, dst, off, L);
-        }
     }
 
     /**
