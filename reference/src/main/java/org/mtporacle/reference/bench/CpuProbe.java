@@ -32,10 +32,10 @@ public final class CpuProbe {
         int reps = args.length > 2 ? Integer.parseInt(args[2]) : 5;
         try (Arena arena = Arena.ofShared(); Kernels k = new Kernels(KernelMode.VECTOR, 1)) {
             if (what.equals("q4") || what.equals("all")) {
-                try (ReadBandwidth rb = new ReadBandwidth(1L << 30, 1)) {
-                    double[] t = times(reps, rb::read);
+                try (ReadBandwidth rb = ReadBandwidth.buffer(1L << 30, 1)) {
+                    double[] t = times(reps, () -> rb.read(1));
                     System.out.printf("read bandwidth 1 GiB, 1 thread: %.2f GB/s (min time), %.2f GB/s (median)%n",
-                            rb.bytes() / t[0] / 1e9, rb.bytes() / t[1] / 1e9);
+                            rb.bytes(1) / t[0] / 1e9, rb.bytes(1) / t[1] / 1e9);
                 }
                 for (int[] s : new int[][] {{248320, 1024}, {12288, 4096}}) {
                     LinearWeight w = BenchWeights.affine4(arena, s[0], s[1]);

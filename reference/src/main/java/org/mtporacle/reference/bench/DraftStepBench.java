@@ -50,26 +50,31 @@ final class DraftStepBench {
         return w.blockBytes() + w.head().byteSize() + (long) b * w.embedding().byteSize() / w.embedding().outFeatures();
     }
 
+    /** The block's linears and the head: the weights {@link #weightBytes} counts whole (its embedding rows aside). */
+    List<LinearWeight> linears() {
+        MtpWeights w = model.weights();
+        return List.of(w.fc(), w.qProj(), w.kProj(), w.vProj(), w.oProj(), w.gateProj(), w.upProj(), w.downProj(),
+                w.head());
+    }
+
     /**
      * Floating-point operations of one step of {@code b} rows in its linears and head (2 per multiply-add); attention
      * over the history, norms and the log-softmax add well under 1% at the presets' shapes and are left out, so
      * {@code flops ÷ peak} is a lower bound on the step's time.
      */
     double flops(int b) {
-        MtpWeights w = model.weights();
         long macs = 0;
-        for (LinearWeight l : List.of(w.fc(), w.qProj(), w.kProj(), w.vProj(), w.oProj(), w.gateProj(), w.upProj(),
-                w.downProj(), w.head())) {
+        for (LinearWeight l : linears()) {
             macs += (long) l.inFeatures() * l.outFeatures();
         }
         return 2.0 * b * macs;
     }
 
     /**
-     * Medians of the bare step and of the round, timed alternately on one kernel pool (see
-     * {@link Timing#pairedMedians}): {@code {bare, round}} seconds.
+     * The baseline, the bare step and the round timed in rounds on one kernel pool ({@link Timing#interleaved}):
+     * {@code {baseline, bare, round}[round]} seconds.
      */
-    double[] bareAndRound(int threads, int b, int history, int reps, boolean quick) {
+    double[][] baselineBareAndRound(int threads, int b, int history, int reps, boolean quick, Runnable baseline) {
         MtpConfig c = model.config();
         int h = c.hiddenSize();
         try (Kernels k = new Kernels(KernelMode.VECTOR, threads)) {
@@ -103,7 +108,7 @@ final class DraftStepBench {
             for (int r = 0; r < b; r++) {
                 lengths[r] = kvs[r].length();
             }
-            return Timing.pairedMedians(reps, quick, () -> {
+            return Timing.interleaved(reps, Timing.MIN_ROUNDS, quick, baseline, () -> {
                 float[] y = block.forward(head.embed(pending), hin, kvs, 1, null);
                 float[] lp = head.logProbs(y, b);
                 if (Float.isNaN(lp[0])) {

@@ -12,46 +12,100 @@ import java.util.concurrent.Future;
 import jdk.incubator.vector.LongVector;
 import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
+import org.mtporacle.api.HostTensor;
+import org.mtporacle.api.LinearWeight;
 
 /**
- * A STREAM-style read bandwidth: {@code threads} threads each sum their contiguous slice of one large off-heap buffer
- * as 64-bit integers, with 8 independent vector accumulators (integer adds never stall the loads), so the loop runs
- * at the rate the memory system delivers bytes. This is the ceiling the memory-bound kernels are measured against.
+ * A STREAM-style read: {@code threads} threads each sum their contiguous slice of every segment as 64-bit integers,
+ * with 8 independent vector accumulators (integer adds never stall the loads), so the loop runs at the rate the memory
+ * system delivers bytes. This is the ceiling the memory-bound kernels are measured against.
+ *
+ * <p>Either a fresh buffer ({@link #buffer}: the machine's read bandwidth) or the very bytes a kernel reads
+ * ({@link #over}, {@link #segments}). The second is the fair ceiling for that kernel: on a virtual machine the read
+ * rate depends on where the host placed an allocation (two 500 MB buffers of one process were read at 22 and 27 GB/s,
+ * each every time), so a baseline over other memory can sit above or below what the kernel's own bytes allow.
  */
 final class ReadBandwidth implements AutoCloseable {
     private static final VectorSpecies<Long> LS = LongVector.SPECIES_PREFERRED;
     private static final int UNROLL = 8;
+    private static final long STEP = (long) LS.vectorByteSize() * UNROLL;
 
-    private final Arena arena = Arena.ofShared();
-    private final MemorySegment buf;
-    private final int threads;
+    private final Arena arena;
+    private final List<MemorySegment> segs;
+    private final int maxThreads;
     private final ExecutorService pool;
 
-    ReadBandwidth(long bytes, int threads) {
-        long step = (long) LS.vectorByteSize() * UNROLL * threads;
-        this.buf = arena.allocate(bytes / step * step, 4096);
-        buf.fill((byte) 0x5A);
-        this.threads = threads;
-        this.pool = threads == 1 ? null : Executors.newFixedThreadPool(threads - 1, r -> {
+    private ReadBandwidth(Arena arena, List<MemorySegment> segs, int maxThreads) {
+        if (maxThreads < 1) {
+            throw new IllegalArgumentException("bench: read baseline threads must be positive, got " + maxThreads);
+        }
+        this.arena = arena;
+        this.segs = List.copyOf(segs);
+        this.maxThreads = maxThreads;
+        this.pool = maxThreads == 1 ? null : Executors.newFixedThreadPool(maxThreads - 1, r -> {
             Thread t = new Thread(r, "mtp-bench-read");
             t.setDaemon(true);
             return t;
         });
     }
 
-    long bytes() {
-        return buf.byteSize();
+    /** A fresh buffer of about {@code bytes}, owned (freed by {@link #close}), for 1 to {@code maxThreads} threads. */
+    static ReadBandwidth buffer(long bytes, int maxThreads) {
+        Arena a = Arena.ofShared();
+        MemorySegment buf = a.allocate(Math.max(STEP, bytes / STEP * STEP), 4096);
+        buf.fill((byte) 0x5A);
+        return new ReadBandwidth(a, List.of(buf), maxThreads);
     }
 
-    /** Reads the whole buffer once; slice 0 on the calling thread. */
-    void read() {
-        long slice = buf.byteSize() / threads;
+    /** Reads {@code segs} (not owned) on 1 to {@code maxThreads} threads. */
+    static ReadBandwidth over(List<MemorySegment> segs, int maxThreads) {
+        return new ReadBandwidth(null, segs, maxThreads);
+    }
+
+    /** The memory of {@code weights}: a dense weight's tensor; an affine weight's codes, scales and biases. */
+    static List<MemorySegment> segments(List<LinearWeight> weights) {
+        List<MemorySegment> out = new ArrayList<>();
+        for (LinearWeight w : weights) {
+            switch (w) {
+                case LinearWeight.Dense d -> out.add(d.weight().data());
+                case LinearWeight.Affine q -> {
+                    for (HostTensor t : new HostTensor[] {q.codes(), q.scales(), q.biases()}) {
+                        if (t != null) {
+                            out.add(t.data());
+                        }
+                    }
+                }
+            }
+        }
+        return out;
+    }
+
+    /** Bytes one {@link #read(int)} on {@code threads} threads reads: equal whole-step slices of every segment. */
+    long bytes(int threads) {
+        long n = 0;
+        for (MemorySegment s : segs) {
+            n += slice(s, threads) * threads;
+        }
+        return n;
+    }
+
+    private long slice(MemorySegment s, int threads) {
+        if (threads < 1 || threads > maxThreads) {
+            throw new IllegalArgumentException("bench: read baseline built for 1.." + maxThreads + " threads, got "
+                    + threads);
+        }
+        return s.byteSize() / threads / STEP * STEP;
+    }
+
+    /** Reads {@link #bytes(int)} once on {@code threads} threads; slice 0 of every segment on the calling thread. */
+    void read(int threads) {
+        bytes(threads); // checks threads before any work starts
         List<Future<Long>> parts = new ArrayList<>();
         for (int p = 1; p < threads; p++) {
-            long from = p * slice;
-            parts.add(pool.submit(() -> sum(buf, from, from + slice)));
+            int part = p;
+            parts.add(pool.submit(() -> part(part, threads)));
         }
-        long total = sum(buf, 0, slice);
+        long total = part(0, threads);
         try {
             for (Future<Long> f : parts) {
                 total += f.get();
@@ -62,9 +116,18 @@ final class ReadBandwidth implements AutoCloseable {
         } catch (ExecutionException e) {
             throw new IllegalStateException("bench: read baseline failed: " + e.getCause(), e.getCause());
         }
-        if (total == 42) { // keeps the sum live; never true for the 0x5A fill
+        if (total == 0x5A5A5A5A_5A5A5A5AL) { // keeps the sum live; the value is immaterial
             throw new IllegalStateException("bench: unexpected read sum");
         }
+    }
+
+    private long part(int p, int threads) {
+        long total = 0;
+        for (MemorySegment s : segs) {
+            long slice = slice(s, threads);
+            total += sum(s, p * slice, (p + 1) * slice);
+        }
+        return total;
     }
 
     private static long sum(MemorySegment m, long from, long to) {
@@ -89,6 +152,8 @@ final class ReadBandwidth implements AutoCloseable {
         if (pool != null) {
             pool.shutdownNow();
         }
-        arena.close();
+        if (arena != null) {
+            arena.close();
+        }
     }
 }

@@ -2,53 +2,67 @@ package org.mtporacle.reference.bench;
 
 import java.util.Arrays;
 
-/** Median wall time of repeated runs after a warm-up long enough for C2 to compile the kernels. */
+/** Wall times of repeated runs after a warm-up long enough for C2 to compile the kernels. */
 final class Timing {
+    /** Fewest rounds of {@link #interleaved}: enough for a median that one disturbed round cannot move. */
+    static final int MIN_ROUNDS = 15;
+
     private Timing() {
     }
 
     /** The median seconds of {@code reps} runs after ≥ 3 warm-up runs and ≥ 1.5 s (0.6 s when {@code quick}). */
     static double median(int reps, boolean quick, Runnable body) {
-        long warm = quick ? 600_000_000L : 1_500_000_000L;
-        long start = System.nanoTime();
-        for (int i = 0; i < 3 || System.nanoTime() - start < warm; i++) {
-            body.run();
-        }
-        double[] s = new double[reps];
-        for (int i = 0; i < reps; i++) {
-            long t0 = System.nanoTime();
-            body.run();
-            s[i] = (System.nanoTime() - t0) / 1e9;
-        }
-        Arrays.sort(s);
-        return s[reps / 2];
+        return median(interleaved(reps, 1, quick, body)[0]);
     }
 
     /**
-     * Medians of two bodies timed alternately ({@code a, b, a, b, …}, at least 15 pairs after a shared warm-up), so
-     * drift and other load on the machine hit both alike: the fair way to measure a small ratio between them.
+     * Times {@code bodies} in rounds, each round running every body once in order ({@code a, b, …, a, b, …}), after a
+     * shared warm-up of ≥ 3 rounds and ≥ 1.5 s (0.6 s when {@code quick}): {@code [body][round]} seconds in run order,
+     * {@code max(reps, minRounds)} rounds. Bodies timed in the same round see the same machine (the same other load,
+     * the same clock and memory state), so a ratio taken round by round cancels the drift that separate medians keep.
      */
-    static double[] pairedMedians(int reps, boolean quick, Runnable a, Runnable b) {
+    static double[][] interleaved(int reps, int minRounds, boolean quick, Runnable... bodies) {
         long warm = quick ? 600_000_000L : 1_500_000_000L;
         long start = System.nanoTime();
         for (int i = 0; i < 3 || System.nanoTime() - start < warm; i++) {
-            a.run();
-            b.run();
+            for (Runnable b : bodies) {
+                b.run();
+            }
         }
-        int n = Math.max(reps, 15);
-        double[] sa = new double[n];
-        double[] sb = new double[n];
+        int n = Math.max(reps, minRounds);
+        double[][] s = new double[bodies.length][n];
         for (int i = 0; i < n; i++) {
-            long t0 = System.nanoTime();
-            a.run();
-            long t1 = System.nanoTime();
-            b.run();
-            long t2 = System.nanoTime();
-            sa[i] = (t1 - t0) / 1e9;
-            sb[i] = (t2 - t1) / 1e9;
+            for (int j = 0; j < bodies.length; j++) {
+                long t0 = System.nanoTime();
+                bodies[j].run();
+                s[j][i] = (System.nanoTime() - t0) / 1e9;
+            }
         }
-        Arrays.sort(sa);
-        Arrays.sort(sb);
-        return new double[] {sa[n / 2], sb[n / 2]};
+        return s;
+    }
+
+    /** The median of {@code v} (the upper one of the middle two for an even count); {@code v} is not modified. */
+    static double median(double[] v) {
+        if (v.length == 0) {
+            throw new IllegalArgumentException("median of no values");
+        }
+        double[] s = v.clone();
+        Arrays.sort(s);
+        return s[s.length / 2];
+    }
+
+    /**
+     * The median over rounds {@code i} of {@code scale · num[i] / den[i]}: a ratio taken within each round of
+     * {@link #interleaved}, so what changes between rounds cancels.
+     */
+    static double medianRatio(double scale, double[] num, double[] den) {
+        if (num.length != den.length) {
+            throw new IllegalArgumentException("ratio of " + num.length + " and " + den.length + " rounds");
+        }
+        double[] r = new double[num.length];
+        for (int i = 0; i < r.length; i++) {
+            r[i] = scale * num[i] / den[i];
+        }
+        return median(r);
     }
 }
