@@ -15,9 +15,9 @@ import org.mtporacle.api.LinearWeight;
  * <p>Vector schedule. Dense: a panel of weight rows is decoded once into f32 and reused by every input row; tiles of
  * 4 input rows × 4 weight rows keep their accumulators in registers; edge rows use a one-output kernel with the same
  * per-output order. BF16 with at most 8 input rows skips the panel (widening is two instructions, storing and reloading f32 costs more): the
- * same 4 × 4 tiles widen their 4 weight rows straight from memory, and a block of 4 weight rows stays in L1 while
- * every group of 4 input rows passes. Affine: each output is {@link WeightFormat#dot} of its row, over blocks of
- * weight rows.
+ * same 4 × 4 tiles widen their 4 weight rows straight from memory (4 rows a quarter of the range apart, so that each
+ * streams from its own pages), and a block of 4 weight rows stays in L1 while every group of 4 input rows passes.
+ * Affine: each output is {@link WeightFormat#dot} of its row, over blocks of weight rows.
  */
 final class MatMul {
     /** f32 elements of a decoded weight panel: 256 KiB, so a panel stays in L2 while input rows stream past it. */
@@ -118,53 +118,70 @@ final class MatMul {
                             }
                         }
                     }
-                    store(out, outOff + r0 * outF + o0 + pi, outF, lanes, rr, pp, xp, r0 * in, panel, pi * in, in, n);
+                    store(out, outOff + r0 * outF + o0 + pi, outF, 1, lanes, rr, pp, xp, r0 * in, panel, pi * in, in,
+                            n);
                 }
             }
         }
     }
 
-    /** BF16: 4 weight rows at a time, widened in the tile kernels; only their scalar tails are decoded. */
+    /**
+     * BF16: 4 weight rows at a time, widened in the tile kernels; only their scalar tails are decoded. The 4 rows of a
+     * tile are a quarter of the range apart ({@code o, o + Q, o + 2Q, o + 3Q}), so each streams from its own pages:
+     * 4 adjacent rows share pages, and this machine's prefetchers serve several interleaved streams inside one page
+     * far worse than streams in separate pages. The rows past {@code 4Q} take the same kernels in adjacent groups.
+     */
     private static void bf16(float[] out, int outOff, WeightFormat.Bf16 f, LinearWeight w, float[] xp, int rows,
             int oFrom, int oTo) {
+        float[] tails = new float[4 * f.in()];
+        float[] lanes = new float[16];
+        float[] acc = new float[16 * L];
+        int quarter = (oTo - oFrom) / 4;
+        for (int o = oFrom; o < oFrom + quarter; o++) {
+            bf16Rows(out, outOff, f, w, xp, rows, o, quarter, 4, tails, lanes, acc);
+        }
+        for (int o = oFrom + 4 * quarter; o < oTo; o += 4) {
+            bf16Rows(out, outOff, f, w, xp, rows, o, 1, Math.min(4, oTo - o), tails, lanes, acc);
+        }
+    }
+
+    /** Outputs of the {@code pp ≤ 4} weight rows {@code o + q·step} against every input row. */
+    private static void bf16Rows(float[] out, int outOff, WeightFormat.Bf16 f, LinearWeight w, float[] xp, int rows,
+            int o, int step, int pp, float[] tails, float[] lanes, float[] acc) {
         int in = f.in();
         int n = f.vectorEnd();
         int outF = w.outFeatures();
-        float[] tails = new float[4 * in];
-        float[] lanes = new float[16];
-        float[] acc = new float[16 * L];
-        for (int o0 = oFrom; o0 < oTo; o0 += 4) {
-            int pp = Math.min(4, oTo - o0);
-            for (int q = 0; q < pp && n < in; q++) {
-                WeightRows.decodeRange(tails, q * in + n, w, o0 + q, n, in);
-            }
-            long wb = (long) o0 * in * 2;
-            for (int r0 = 0; r0 < rows; r0 += 4) {
-                int rr = Math.min(4, rows - r0);
-                if (rr == 4 && pp == 4) {
-                    bf16x4x4(lanes, acc, xp, r0 * in, in, f.data(), wb, n);
-                } else {
-                    for (int r = 0; r < rr; r++) {
-                        for (int q = 0; q < pp; q++) {
-                            lanes[r * 4 + q] = f.dot(o0 + q, xp, (r0 + r) * in, null);
-                        }
+        for (int q = 0; q < pp && n < in; q++) {
+            WeightRows.decodeRange(tails, q * in + n, w, o + q * step, n, in);
+        }
+        for (int r0 = 0; r0 < rows; r0 += 4) {
+            int rr = Math.min(4, rows - r0);
+            if (rr == 4 && pp == 4) {
+                bf16x4x4(lanes, acc, xp, r0 * in, in, f.data(), (long) o * in * 2, (long) step * in, n);
+            } else {
+                for (int r = 0; r < rr; r++) {
+                    for (int q = 0; q < pp; q++) {
+                        lanes[r * 4 + q] = f.dot(o + q * step, xp, (r0 + r) * in, null);
                     }
                 }
-                store(out, outOff + r0 * outF + o0, outF, lanes, rr, pp, xp, r0 * in, tails, 0, in, n);
             }
+            store(out, outOff + r0 * outF + o, outF, step, lanes, rr, pp, xp, r0 * in, tails, 0, in, n);
         }
     }
 
-    /** Writes the {@code rr × pp} tile {@code lanes[r·4 + q]} plus each output's tail, added last as in MatVec. */
-    private static void store(float[] out, int o, int outF, float[] lanes, int rr, int pp, float[] xp, int x0,
-            float[] pan, int w0, int in, int n) {
+    /**
+     * Writes the {@code rr × pp} tile {@code lanes[r·4 + q]} (weight row {@code q} at output {@code o + q·qStride}) plus
+     * each output's tail, added last as in MatVec.
+     */
+    private static void store(float[] out, int o, int outF, int qStride, float[] lanes, int rr, int pp, float[] xp,
+            int x0, float[] pan, int w0, int in, int n) {
         for (int r = 0; r < rr; r++) {
             for (int q = 0; q < pp; q++) {
                 float t = 0f;
                 for (int i = n; i < in; i++) {
                     t += xp[x0 + r * in + i] * pan[w0 + q * in + i];
                 }
-                out[o + r * outF + q] = lanes[r * 4 + q] + t;
+                out[o + r * outF + q * qStride] = lanes[r * 4 + q] + t;
             }
         }
     }
@@ -205,9 +222,9 @@ final class MatMul {
         LaneSum.sum16(res, 0, acc);
     }
 
-    /** {@link #dense4x4} with the 4 BF16 weight rows (row stride {@code 2·in} bytes from {@code wb}) widened in place; {@code res[r·4 + q]} = lane sum of output (r, q) via {@code acc}. */
+    /** {@link #dense4x4} with the 4 BF16 weight rows ({@code rs} elements apart from {@code wb}) widened in place; {@code res[r·4 + q]} = lane sum of output (r, q) via {@code acc}. */
     private static void bf16x4x4(float[] res, float[] acc, float[] xp, int xb, int in, MemorySegment w, long wb,
-            int n) {
+            long rs, int n) {
         FloatVector a00 = FloatVector.zero(F), a01 = FloatVector.zero(F), a02 = FloatVector.zero(F), a03 = FloatVector.zero(F);
         FloatVector a10 = FloatVector.zero(F), a11 = FloatVector.zero(F), a12 = FloatVector.zero(F), a13 = FloatVector.zero(F);
         FloatVector a20 = FloatVector.zero(F), a21 = FloatVector.zero(F), a22 = FloatVector.zero(F), a23 = FloatVector.zero(F);
@@ -217,10 +234,10 @@ final class MatMul {
             FloatVector xv1 = FloatVector.fromArray(F, xp, xb + 1 * in + i);
             FloatVector xv2 = FloatVector.fromArray(F, xp, xb + 2 * in + i);
             FloatVector xv3 = FloatVector.fromArray(F, xp, xb + 3 * in + i);
-            FloatVector wv0 = WeightFormat.Bf16.load(w, wb + 2L * (0 * in + i));
-            FloatVector wv1 = WeightFormat.Bf16.load(w, wb + 2L * (1 * in + i));
-            FloatVector wv2 = WeightFormat.Bf16.load(w, wb + 2L * (2 * in + i));
-            FloatVector wv3 = WeightFormat.Bf16.load(w, wb + 2L * (3 * in + i));
+            FloatVector wv0 = WeightFormat.Bf16.load(w, wb + 2L * (0L * rs + i));
+            FloatVector wv1 = WeightFormat.Bf16.load(w, wb + 2L * (1L * rs + i));
+            FloatVector wv2 = WeightFormat.Bf16.load(w, wb + 2L * (2L * rs + i));
+            FloatVector wv3 = WeightFormat.Bf16.load(w, wb + 2L * (3L * rs + i));
             a00 = wv0.fma(xv0, a00); a10 = wv0.fma(xv1, a10); a20 = wv0.fma(xv2, a20); a30 = wv0.fma(xv3, a30);
             a01 = wv1.fma(xv0, a01); a11 = wv1.fma(xv1, a11); a21 = wv1.fma(xv2, a21); a31 = wv1.fma(xv3, a31);
             a02 = wv2.fma(xv0, a02); a12 = wv2.fma(xv1, a12); a22 = wv2.fma(xv2, a22); a32 = wv2.fma(xv3, a32);

@@ -128,6 +128,24 @@ sealed interface WeightFormat permits WeightFormat.F32, WeightFormat.F16, Weight
             return LaneSum.sum(acc);
         }
 
+        /**
+         * {@link #dot} of rows {@code row} and {@code row2} into {@code res[0, 2)}, their chains interleaved: each
+         * row's arithmetic is {@link #dot}'s, so the results are the same bits (see {@link MatVec} for why pairs).
+         */
+        void dot2(int row, int row2, float[] xp, int xpOff, float[] res) {
+            FloatVector a0 = FloatVector.zero(F);
+            FloatVector a1 = a0;
+            long b0 = (long) row * in * 2;
+            long b1 = (long) row2 * in * 2;
+            for (int i = 0, n = vectorEnd(); i < n; i += L) {
+                FloatVector x = FloatVector.fromArray(F, xp, xpOff + i);
+                a0 = load(data, b0 + 2L * i).fma(x, a0);
+                a1 = load(data, b1 + 2L * i).fma(x, a1);
+            }
+            res[0] = LaneSum.sum(a0);
+            res[1] = LaneSum.sum(a1);
+        }
+
         public void decode(float[] dst, int dstOff, int row) {
             long base = (long) row * in * 2;
             for (int i = 0, n = vectorEnd(); i < n; i += L) {

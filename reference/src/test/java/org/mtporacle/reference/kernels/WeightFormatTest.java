@@ -118,4 +118,21 @@ class WeightFormatTest {
             }
         }
     }
+
+    @Test
+    void bf16RowPairsGiveTheBitsOfSingleRows() {
+        SplittableRandom rnd = new SplittableRandom(SEED);
+        for (int in : new int[] {16, 48, 1024, 4096}) {
+            LinearWeight w = Kernels.offHeap(TestWeights.dense(DType.BF16, 6, in, rnd).weight());
+            WeightFormat.Bf16 f = (WeightFormat.Bf16) WeightFormat.of(w);
+            float[] x = TestWeights.randomFloats(in + 7, rnd);
+            float[] two = new float[2];
+            for (int row = 0; row < 6; row++) {
+                int row2 = 5 - row; // adjacent, far apart, reversed and equal rows alike
+                f.dot2(row, row2, x, 7, two);
+                assertThat(two).as("rows %d, %d of width %d, seed %d", row, row2, in, SEED)
+                        .containsExactly(f.dot(row, x, 7, null), f.dot(row2, x, 7, null));
+            }
+        }
+    }
 }
