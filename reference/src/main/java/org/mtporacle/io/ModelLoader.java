@@ -58,7 +58,7 @@ public final class ModelLoader {
      * that file).
      *
      * @throws MtpException INCOMPATIBLE_MODEL for a missing config, tensor or quantization spec, a shape mismatch, an
-     *                      undeterminable layout or a MoE MTP layer; MALFORMED_FILE for a malformed file
+     *                      undeterminable layout, a MoE MTP layer or a NaN or infinite weight; MALFORMED_FILE for a malformed file
      */
     public static MtpModel load(Path path) {
         boolean isDir = Files.isDirectory(path);
@@ -158,6 +158,7 @@ public final class ModelLoader {
                 throw MtpException.incompatibleModel("load: tensor '" + prefix + name + "' is " + t.describe()
                         + ", expected a float vector [" + size + "] (spec §1.2)");
             }
+            FiniteWeights.require(prefix + name, t, dir);
             return t.toFloatArray();
         }
 
@@ -180,6 +181,14 @@ public final class ModelLoader {
                     + (dir == null ? "" : " in " + dir) + " (spec §1.2)");
         }
         HostTensor scales = lookup.apply(path + ".scales");
+        HostTensor biases = lookup.apply(path + ".biases");
+        FiniteWeights.require(prefix + path + ".weight", weight, dir); // codes (integers) pass untouched
+        if (scales != null) {
+            FiniteWeights.require(prefix + path + ".scales", scales, dir);
+        }
+        if (scales != null && biases != null) {
+            FiniteWeights.require(prefix + path + ".biases", biases, dir);
+        }
         try {
             if (scales == null) {
                 return new LinearWeight.Dense(weight);
@@ -194,8 +203,7 @@ public final class ModelLoader {
                 throw MtpException.incompatibleModel("load: linear '" + prefix + path + "' uses quantization mode '"
                         + spec.mode() + "', expected 'affine' (spec §2)");
             }
-            return new LinearWeight.Affine(weight, scales, lookup.apply(path + ".biases"), spec.bits(),
-                    spec.groupSize());
+            return new LinearWeight.Affine(weight, scales, biases, spec.bits(), spec.groupSize());
         } catch (MtpException e) {
             if (e.getMessage().startsWith("linear:")) {
                 throw MtpException.incompatibleModel("load: '" + prefix + path + "': " + e.getMessage());

@@ -207,6 +207,59 @@ class ModelLoaderTest {
         });
     }
 
+    private static void copyTargetHead(Path from, Path to) {
+        try {
+            Files.copy(from.resolve(ShardedTensorStore.TARGET_HEAD_FILE), to.resolve(ShardedTensorStore.TARGET_HEAD_FILE));
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    /** {@code t} with element {@code at} set to {@code v}, in its own dtype. */
+    private static HostTensor withValue(HostTensor t, int at, float v) {
+        float[] values = t.toFloatArray();
+        values[at] = v;
+        return HostTensor.ofFloats(t.dtype(), values, t.shape());
+    }
+
+    @Test
+    void aNanWeightIsRefusedNamingTheTensorTheElementAndTheValue() {
+        Path hf = FixtureModels.write("tiny", SEED, tmp.resolve("hf"), Layout.HF, DType.F32, 0, 32);
+        String name = "mtp.layers.0.mlp.down_proj.weight";
+        Path bad = rewrite(hf, tmp.resolve("nan"), (s, w) -> s.names().forEach(n -> w.add(n,
+                n.equals(name) ? withValue(s.tensor(n), 3 * s.tensor(n).dim(1) + 5, Float.NaN) : s.tensor(n))));
+        assertThatThrownBy(() -> ModelLoader.load(bad)).isInstanceOfSatisfying(MtpException.class, e -> {
+            assertThat(e.kind()).isEqualTo(MtpException.Kind.INCOMPATIBLE_MODEL);
+            assertThat(e.getMessage()).contains("'" + name + "'", "NaN at [3, 5]", bad.toString());
+        });
+    }
+
+    @Test
+    void infinitiesInNormsHeadsAndQuantizationScalesAreRefusedToo() {
+        // BF16 norm (hf layout: checked after the +1 fold, which keeps an infinity infinite)
+        Path hf = FixtureModels.write("tiny", SEED, tmp.resolve("hf"), Layout.HF, DType.BF16, 0, 32);
+        Path norm = rewrite(hf, tmp.resolve("norm"), (s, w) -> s.names().forEach(n -> w.add(n,
+                n.equals("mtp.norm.weight") ? withValue(s.tensor(n), 7, Float.POSITIVE_INFINITY) : s.tensor(n))));
+        assertThatThrownBy(() -> ModelLoader.load(norm)).isInstanceOf(MtpException.class)
+                .hasMessageContaining("'mtp.norm.weight' holds +Infinity at [7]");
+        // the target's embedding, which is also the tied head
+        String emb = "model.language_model.embed_tokens.weight";
+        Path head = rewrite(hf, tmp.resolve("head"), (s, w) -> s.names().forEach(n -> w.add(n,
+                n.equals(emb) ? withValue(s.tensor(n), s.tensor(n).dim(1) * 2 + 1, Float.NEGATIVE_INFINITY)
+                        : s.tensor(n))));
+        assertThatThrownBy(() -> ModelLoader.load(head)).isInstanceOf(MtpException.class)
+                .hasMessageContaining("embed_tokens.weight' holds -Infinity at [2, 1]");
+        // a 4-bit companion's BF16 scales
+        Path q = FixtureModels.write("tiny", SEED, tmp.resolve("q"), Layout.COMPANION, DType.BF16, 4, 32);
+        String scales = "layers.0.self_attn.q_proj.scales";
+        Path badQ = rewrite(q, tmp.resolve("q-bad"), (s, w) -> s.names().forEach(n -> w.add(n,
+                n.equals(scales) ? withValue(s.tensor(n), 1, Float.NaN) : s.tensor(n))));
+        copyTargetHead(q, badQ);
+        assertThatThrownBy(() -> ModelLoader.load(badQ)).isInstanceOf(MtpException.class)
+                .hasMessageContaining("'" + scales + "' holds NaN at [0, 1]");
+        assertThat(ModelLoader.load(q).weights().qProj()).isInstanceOf(LinearWeight.Affine.class); // the original loads
+    }
+
     @Test
     void moeMtpLayerIsRefusedNamingTheExpertTensors() {
         Path hf = FixtureModels.write("tiny", SEED, tmp.resolve("hf"), Layout.HF, DType.F32, 0, 32);
