@@ -58,7 +58,8 @@ public final class ModelLoader {
      * that file).
      *
      * @throws MtpException INCOMPATIBLE_MODEL for a missing config, tensor or quantization spec, a shape mismatch, an
-     *                      undeterminable layout, a MoE MTP layer or a NaN or infinite weight; MALFORMED_FILE for a malformed file
+     *                      undeterminable layout, a MoE MTP layer or a NaN or infinite weight; MALFORMED_FILE for a
+     *                      malformed file
      */
     public static MtpModel load(Path path) {
         boolean isDir = Files.isDirectory(path);

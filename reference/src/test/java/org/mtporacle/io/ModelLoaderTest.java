@@ -209,7 +209,8 @@ class ModelLoaderTest {
 
     private static void copyTargetHead(Path from, Path to) {
         try {
-            Files.copy(from.resolve(ShardedTensorStore.TARGET_HEAD_FILE), to.resolve(ShardedTensorStore.TARGET_HEAD_FILE));
+            String head = ShardedTensorStore.TARGET_HEAD_FILE;
+            Files.copy(from.resolve(head), to.resolve(head));
         } catch (IOException e) {
             throw new java.io.UncheckedIOException(e);
         }

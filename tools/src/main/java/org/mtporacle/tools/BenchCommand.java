@@ -47,7 +47,8 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--threads", paramLabel = "N[,N...]", split = ",", description = "Thread counts (default: 1,2).")
     List<Integer> threads;
 
-    @Option(names = "--repetitions", paramLabel = "N", description = "Timed repetitions; medians are reported.")
+    @Option(names = "--repetitions", paramLabel = "N", description = "Timed repetitions; medians are reported "
+            + "(memory-bound figures take at least 15 rounds, each with a read of the same bytes).")
     Integer repetitions;
 
     @Option(names = "--quick", description = "A short smoke run (small shapes, fewer repetitions).")

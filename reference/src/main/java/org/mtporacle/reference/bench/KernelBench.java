@@ -115,11 +115,11 @@ public final class KernelBench {
 
     /**
      * One draft step per batch size against its bandwidth floor (weight bytes ÷ the rate of a plain read of those bytes
-     * in the same round),
-     * with its compute floor beside it (FLOPs ÷ same-run FMA peak): where the compute floor is above the target, no
-     * kernel can reach the target on this machine, and a note says so.
+     * in the same round), with its compute floor beside it (FLOPs ÷ same-run FMA peak): where the compute floor is
+     * above the target, no kernel can reach the target on this machine, and a note says so.
      */
-    private static void draftStep(BenchOptions o, FixtureModels.Preset p, Arena arena, Map<Integer, Double> peak, List<BenchReport.Row> rows, List<String> notes, Consumer<String> progress) {
+    private static void draftStep(BenchOptions o, FixtureModels.Preset p, Arena arena, Map<Integer, Double> peak,
+            List<BenchReport.Row> rows, List<String> notes, Consumer<String> progress) {
         DraftStepBench d = new DraftStepBench(arena, p);
         for (int t : o.threads()) {
             for (int b : o.draftBatches()) {
