@@ -40,8 +40,8 @@ class MatMulTest {
             }
             // Tiling edges: several weight panels with a ragged last one, rows not a multiple of the 4-row tile,
             // K not a multiple of the lane count.
-            c.add(new Case(f, 70, 1000, 9));
-            c.add(new Case(f, 37, 4100, 5));
+            c.add(new Case(f, 140, 1000, 9)); // 128-row panels (512 KiB at K = 1000): 2, the last of 12 rows
+            c.add(new Case(f, 37, 4100, 5)); // 28-row panels at K = 4100: 28 + 9
         }
         for (int bits : new int[] {2, 3, 4, 5, 6, 8}) {
             for (int g : new int[] {32, 64, 128}) {
