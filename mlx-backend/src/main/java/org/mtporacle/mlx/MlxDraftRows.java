@@ -128,18 +128,30 @@ final class MlxDraftRows implements DraftRows {
         RowContract.keep(keep, rows);
         int[] newLengths = new int[keep.length];
         boolean[] newPrefilled = new boolean[keep.length];
+        int longest = 0;
         for (int i = 0; i < keep.length; i++) {
             newLengths[i] = lengths[keep[i]];
             newPrefilled[i] = prefilled[keep[i]];
+            longest = Math.max(longest, newLengths[i]);
         }
+        // The survivors keep only the capacity their own rows need: columns past every kept row's length are never
+        // read again (attention slices to the longest row), so a long row that leaves takes its memory with it.
+        int kept = Math.min(capacity, roundUp(longest));
         device("filterRows", ops -> {
             if (keep.length == 0) {
                 publish(ops, null, null, null, true);
                 return;
             }
             MlxArray idx = ops.fromInts(keep.clone(), keep.length);
-            MlxArray k = keys == null ? null : ops.take(keys, idx, 0);
-            MlxArray v = values == null ? null : ops.take(values, idx, 0);
+            MlxArray k = null;
+            MlxArray v = null;
+            if (keys != null && kept > 0) {
+                int[] start = {0, 0, 0, 0};
+                int[] stop = {rows, c.numKvHeads(), kept, c.headDim()};
+                // gather from the narrowed view, so the result is a new buffer of the smaller size
+                k = ops.take(kept < capacity ? ops.slice(keys, start, stop) : keys, idx, 0);
+                v = ops.take(kept < capacity ? ops.slice(values, start, stop) : values, idx, 0);
+            }
             publish(ops, k, v, ops.take(hidden, idx, 0), true);
         });
         rows = keep.length;
@@ -433,6 +445,11 @@ final class MlxDraftRows implements DraftRows {
 
     private static int roundUp(int n) {
         return (n + CAPACITY_STEP - 1) / CAPACITY_STEP * CAPACITY_STEP;
+    }
+
+    /** Positions the KV cache has room for (0 with no cache); for tests. */
+    int capacity() {
+        return capacity;
     }
 
     private int kvCapacity(MlxBlock.Kv kv) {
