@@ -11,6 +11,7 @@ import org.mtporacle.conformance.golden.GoldenTrace.Source;
 import org.mtporacle.conformance.golden.GoldenTrace.Step;
 import org.mtporacle.reference.ReferenceDraftModel;
 import org.mtporacle.reference.ReferenceDraftRows;
+import org.mtporacle.reference.sampling.DraftSampler;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -81,7 +82,7 @@ public final class GoldenRecorder implements AutoCloseable {
                 (row, pos, lp, off, sampled) -> {
                     tokens[row][pos] = sampled;
                     lps[row][pos] = lp[off + sampled];
-                    gaps[row][pos] = top2Gap(lp, off, model.model().config().vocabSize());
+                    gaps[row][pos] = DraftSampler.top2Gap(lp, off, model.model().config().vocabSize());
                     return sampled;
                 }));
         for (RowSampler s : samplers) {
@@ -162,22 +163,6 @@ public final class GoldenRecorder implements AutoCloseable {
             tensors.put(prefix + ".hidden", cp.hidden());
         }
         return new RowState(cp.processedTokens(), cp.draftOffset(), CheckpointDigest.of(cp), full ? prefix : null);
-    }
-
-    /** {@code lp[first] − lp[second]} over the row (0 on a tie). */
-    static float top2Gap(float[] lp, int off, int vocab) {
-        float first = Float.NEGATIVE_INFINITY;
-        float second = Float.NEGATIVE_INFINITY;
-        for (int i = 0; i < vocab; i++) {
-            float v = lp[off + i];
-            if (v > first) {
-                second = first;
-                first = v;
-            } else if (v > second) {
-                second = v;
-            }
-        }
-        return vocab == 1 ? Float.POSITIVE_INFINITY : first - second;
     }
 
     private static String attempt(Runnable r) {

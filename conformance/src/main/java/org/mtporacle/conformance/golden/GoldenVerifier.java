@@ -17,6 +17,7 @@ import org.mtporacle.conformance.lockstep.Nmse;
 import org.mtporacle.conformance.lockstep.Tolerance;
 import org.mtporacle.reference.ReferenceDraftModel;
 import org.mtporacle.reference.ReferenceDraftRows;
+import org.mtporacle.reference.sampling.DraftSampler;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -385,7 +386,7 @@ public final class GoldenVerifier {
                     tol.tokenGap()));
             return;
         }
-        float g2 = GoldenRecorder.top2Gap(lp, off, vocab);
+        float g2 = DraftSampler.top2Gap(lp, off, vocab);
         float gapDiff = Math.abs(g2 - x.top2Gaps()[row][pos]);
         if (!(gapDiff <= tol.tokenGap()) && !(g2 == x.top2Gaps()[row][pos])) {
             find(ref, String.format(Locale.ROOT, "row %d position %d: top-2 gap %s, the golden says %s (|Δ| %.3g > "

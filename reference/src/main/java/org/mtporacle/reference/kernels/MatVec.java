@@ -52,22 +52,24 @@ final class MatVec {
             int half = (oTo - oFrom) / 2;
             for (; o < oFrom + half; o++) {
                 b.dot2(o, o + half, xp, 0, two);
-                for (int k = 0; k < 2; k++) {
-                    int row = o + k * half;
-                    if (n < in) {
-                        WeightRows.decodeRange(tail, 0, w, row, n, in);
-                    }
-                    out[outOff + row] = finish(two[k], xp, n, tail, 0, in - n);
-                }
+                emit(out, outOff, w, xp, tail, n, o, two[0]);
+                emit(out, outOff, w, xp, tail, n, o + half, two[1]);
             }
             o = oFrom + 2 * half; // an odd range's last row is taken alone below
         }
         for (; o < oTo; o++) {
-            if (n < in) {
-                WeightRows.decodeRange(tail, 0, w, o, n, in);
-            }
-            out[outOff + o] = finish(f.dot(o, xp, 0, scratch), xp, n, tail, 0, in - n);
+            emit(out, outOff, w, xp, tail, n, o, f.dot(o, xp, 0, scratch));
         }
+    }
+
+    /** Output {@code o}: its lane sum, then its scalar tail past {@code n} (decoded into {@code tail}) added last. */
+    private static void emit(float[] out, int outOff, LinearWeight w, float[] xp, float[] tail, int n, int o,
+            float laneSum) {
+        int in = w.inFeatures();
+        if (n < in) {
+            WeightRows.decodeRange(tail, 0, w, o, n, in);
+        }
+        out[outOff + o] = finish(laneSum, xp, n, tail, 0, in - n);
     }
 
     /** {@code laneSum + Σ_{i < len} x[xOff+i]·wt[wOff+i]}: the tail added last, in order. */

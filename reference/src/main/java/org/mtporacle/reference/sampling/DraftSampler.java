@@ -63,10 +63,15 @@ public final class DraftSampler {
     public static SampleResult sampleDetailed(float[] logprobs, int off, int vocab, RowSampler sampler, long step,
             CategoricalRule rule) {
         int token = sample(logprobs, off, vocab, sampler, step, rule);
+        return new SampleResult(token, logprobs[off + token], top2Gap(logprobs, off, vocab));
+    }
+
+    /** {@code lp[first] − lp[second]} over the row: 0 on a tie, +∞ for a one-token vocabulary. */
+    public static float top2Gap(float[] lp, int off, int vocab) {
         float first = Float.NEGATIVE_INFINITY;
         float second = Float.NEGATIVE_INFINITY;
         for (int i = 0; i < vocab; i++) {
-            float v = logprobs[off + i];
+            float v = lp[off + i];
             if (v > first) {
                 second = first;
                 first = v;
@@ -74,8 +79,7 @@ public final class DraftSampler {
                 second = v;
             }
         }
-        float gap = vocab == 1 ? Float.POSITIVE_INFINITY : first - second;
-        return new SampleResult(token, logprobs[off + token], gap);
+        return vocab == 1 ? Float.POSITIVE_INFINITY : first - second;
     }
 
     /**
