@@ -1,5 +1,8 @@
 package org.mtporacle.reference;
 
+import org.mtporacle.reference.block.BlockForward;
+import org.mtporacle.reference.block.MtpBlock;
+import org.mtporacle.reference.block.TargetHead;
 import org.mtporacle.api.DraftModel;
 import org.mtporacle.api.DraftRows;
 import org.mtporacle.api.MtpException;

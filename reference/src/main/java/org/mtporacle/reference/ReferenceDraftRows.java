@@ -1,5 +1,6 @@
 package org.mtporacle.reference;
 
+import org.mtporacle.reference.block.RowKv;
 import org.mtporacle.api.DraftRows;
 import org.mtporacle.api.DraftSampling;
 import org.mtporacle.api.HostTensor;

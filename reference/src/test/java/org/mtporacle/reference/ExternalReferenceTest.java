@@ -1,5 +1,9 @@
 package org.mtporacle.reference;
 
+import org.mtporacle.reference.block.MtpBlock;
+import org.mtporacle.reference.block.ForwardTrace;
+import org.mtporacle.reference.block.TargetHead;
+import org.mtporacle.reference.block.RowKv;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;

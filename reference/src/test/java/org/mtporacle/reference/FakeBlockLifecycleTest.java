@@ -1,5 +1,8 @@
 package org.mtporacle.reference;
 
+import org.mtporacle.reference.block.BlockForward;
+import org.mtporacle.reference.block.ForwardTrace;
+import org.mtporacle.reference.block.RowKv;
 import org.junit.jupiter.api.Test;
 import org.mtporacle.api.DType;
 import org.mtporacle.api.DraftSampling;

@@ -1,5 +1,7 @@
 package org.mtporacle.reference;
 
+import org.mtporacle.reference.block.MtpBlock;
+import org.mtporacle.reference.block.RowKv;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;

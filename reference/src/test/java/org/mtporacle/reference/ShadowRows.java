@@ -1,5 +1,8 @@
 package org.mtporacle.reference;
 
+import org.mtporacle.reference.block.MtpBlock;
+import org.mtporacle.reference.block.TargetHead;
+import org.mtporacle.reference.block.RowKv;
 import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.MtpModel;
 import org.mtporacle.api.RowCheckpoint;

@@ -28,8 +28,8 @@ import org.mtporacle.conformance.lockstep.Nmse;
 import org.mtporacle.conformance.lockstep.Tolerance;
 import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
-import org.mtporacle.reference.target.ReferenceTarget;
-import org.mtporacle.reference.target.SpeculativeLoop;
+import org.mtporacle.reference.targetmodel.ReferenceTarget;
+import org.mtporacle.reference.targetmodel.SpeculativeLoop;
 
 import java.nio.file.Path;
 import java.util.ArrayList;

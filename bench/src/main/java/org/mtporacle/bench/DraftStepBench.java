@@ -1,0 +1,140 @@
+package org.mtporacle.bench;
+
+import java.lang.foreign.Arena;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import org.mtporacle.api.DraftSampling;
+import org.mtporacle.api.HostTensor;
+import org.mtporacle.api.LinearWeight;
+import org.mtporacle.api.MtpConfig;
+import org.mtporacle.api.MtpModel;
+import org.mtporacle.api.MtpWeights;
+import org.mtporacle.api.RowCheckpoint;
+import org.mtporacle.reference.block.MtpBlock;
+import org.mtporacle.reference.ReferenceDraftModel;
+import org.mtporacle.reference.ReferenceDraftRows;
+import org.mtporacle.reference.block.RowKv;
+import org.mtporacle.reference.block.TargetHead;
+import org.mtporacle.reference.fixture.FixtureModels;
+import org.mtporacle.reference.kernels.KernelMode;
+import org.mtporacle.reference.kernels.Kernels;
+
+/**
+ * One draft step at a preset's shape over an in-memory BF16 model with synthetic weights and a tied embedding as the
+ * head: the bare compute ({@link MtpBlock#forward} + {@link TargetHead#logProbs}) and the same work as one draft round
+ * through {@link ReferenceDraftRows} (draft depth 1, then commit with nothing accepted), timed alternately.
+ */
+final class DraftStepBench {
+    private final MtpModel model;
+
+    DraftStepBench(Arena arena, FixtureModels.Preset p) {
+        int h = p.hiddenSize();
+        int d = p.headDim();
+        int nH = p.numHeads();
+        int nKv = p.numKvHeads();
+        int inter = p.intermediateSize();
+        MtpConfig c = new MtpConfig(h, nH, nKv, d, (int) (d * 0.25) / 2 * 2, 1e7, 1e-6, p.vocabSize(), inter);
+        LinearWeight emb = BenchWeights.bf16(arena, p.vocabSize(), h, 11);
+        MtpWeights w = new MtpWeights(BenchWeights.bf16(arena, h, 2 * h, 1), ones(h), ones(h), ones(h),
+                BenchWeights.bf16(arena, nH * 2 * d, h, 2), BenchWeights.bf16(arena, nKv * d, h, 3),
+                BenchWeights.bf16(arena, nKv * d, h, 4), BenchWeights.bf16(arena, h, nH * d, 5), ones(d), ones(d),
+                ones(h), BenchWeights.bf16(arena, inter, h, 6), BenchWeights.bf16(arena, inter, h, 7),
+                BenchWeights.bf16(arena, h, inter, 8), ones(h), emb, emb);
+        this.model = new MtpModel(c, w, "bench-" + p.name(), "in-memory", "bench", List.of());
+    }
+
+    /** Bytes of weights one step of {@code b} rows reads at least once: block linears, head, {@code b} embedding rows. */
+    long weightBytes(int b) {
+        MtpWeights w = model.weights();
+        return w.blockBytes() + w.head().byteSize() + (long) b * w.embedding().byteSize() / w.embedding().outFeatures();
+    }
+
+    /** The block's linears and the head: the weights {@link #weightBytes} counts whole (its embedding rows aside). */
+    List<LinearWeight> linears() {
+        MtpWeights w = model.weights();
+        return List.of(w.fc(), w.qProj(), w.kProj(), w.vProj(), w.oProj(), w.gateProj(), w.upProj(), w.downProj(),
+                w.head());
+    }
+
+    /**
+     * Floating-point operations of one step of {@code b} rows in its linears and head (2 per multiply-add); attention
+     * over the history, norms and the log-softmax add well under 1% at the presets' shapes and are left out, so
+     * {@code flops ÷ peak} is a lower bound on the step's time.
+     */
+    double flops(int b) {
+        long macs = 0;
+        for (LinearWeight l : linears()) {
+            macs += (long) l.inFeatures() * l.outFeatures();
+        }
+        return 2.0 * b * macs;
+    }
+
+    /**
+     * The baseline, the bare step and the round timed in rounds on one kernel pool ({@link Timing#interleaved}):
+     * {@code {baseline, bare, round}[round]} seconds.
+     */
+    double[][] baselineBareAndRound(int threads, int b, int history, int reps, boolean quick, Runnable baseline) {
+        MtpConfig c = model.config();
+        int h = c.hiddenSize();
+        try (Kernels k = new Kernels(KernelMode.VECTOR, threads)) {
+            MtpBlock block = new MtpBlock(c, model.weights(), k);
+            TargetHead head = new TargetHead(model.weights(), k);
+            RowKv[] kvs = new RowKv[b];
+            for (int r = 0; r < b; r++) {
+                kvs[r] = new RowKv(c.numKvHeads(), c.headDim());
+                block.forward(head.embed(ids(history, r)), BenchWeights.pattern(history * h), new RowKv[] {kvs[r]},
+                        history, null);
+            }
+            int[] pending = ids(b, 7);
+            float[] hin = BenchWeights.pattern(b * h);
+            List<RowCheckpoint> cps = new ArrayList<>();
+            for (int r = 0; r < b; r++) {
+                int n = kvs[r].length();
+                cps.add(new RowCheckpoint(RowCheckpoint.SCHEMA, n + 1, n, model.identity(),
+                        HostTensor.ofFloats(new float[c.numKvHeads() * n * c.headDim()], 1, c.numKvHeads(), n,
+                                c.headDim()),
+                        HostTensor.ofFloats(new float[c.numKvHeads() * n * c.headDim()], 1, c.numKvHeads(), n,
+                                c.headDim()),
+                        HostTensor.ofFloats(Arrays.copyOf(hin, h), 1, 1, h)));
+            }
+            ReferenceDraftModel m = new ReferenceDraftModel(model, k);
+            ReferenceDraftRows rows = m.openReferenceRows(cps);
+            long[] steps = new long[b];
+            DraftSampling greedy = DraftSampling.greedy(b);
+            HostTensor context = HostTensor.ofFloats(BenchWeights.pattern(b * 2 * h), b, 2, h);
+            int[] accepted = new int[b];
+            int[] lengths = new int[b];
+            for (int r = 0; r < b; r++) {
+                lengths[r] = kvs[r].length();
+            }
+            return Timing.interleaved(reps, Timing.MIN_ROUNDS, quick, baseline, () -> {
+                float[] y = block.forward(head.embed(pending), hin, kvs, 1, null);
+                float[] lp = head.logProbs(y, b);
+                if (Float.isNaN(lp[0])) {
+                    throw new IllegalStateException("bench: draft step produced NaN");
+                }
+                for (int r = 0; r < b; r++) {
+                    kvs[r].setLength(lengths[r]); // keep the bare step's history as long as the round's
+                }
+            }, () -> {
+                rows.draft(pending, 1, steps, greedy);
+                rows.commit(accepted, context);
+            });
+        }
+    }
+
+    private int[] ids(int n, int salt) {
+        int[] v = new int[n];
+        for (int i = 0; i < n; i++) {
+            v[i] = (int) (((i + 31L * salt) * 2654435761L >>> 5) % model.config().vocabSize());
+        }
+        return v;
+    }
+
+    private static float[] ones(int n) {
+        float[] v = new float[n];
+        Arrays.fill(v, 1f);
+        return v;
+    }
+}

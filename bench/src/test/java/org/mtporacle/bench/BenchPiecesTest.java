@@ -1,0 +1,74 @@
+package org.mtporacle.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.lang.foreign.Arena;
+import java.util.List;
+import jdk.incubator.vector.FloatVector;
+import org.junit.jupiter.api.Test;
+import org.mtporacle.reference.fixture.FixtureModels;
+
+/** The arithmetic behind the benchmark's floors and verdicts, checked against hand-derived values. */
+class BenchPiecesTest {
+    @Test
+    void draftStepFlopsCountEveryLinearAndTheHeadFromThePresetShape() {
+        FixtureModels.Preset p = FixtureModels.preset("tiny");
+        long h = p.hiddenSize();
+        long q = (long) p.numHeads() * p.headDim();
+        long kv = (long) p.numKvHeads() * p.headDim();
+        long i = p.intermediateSize();
+        // fc [H,2H], q_proj [2·nH·D, H], k/v [nKV·D, H], o [H, nH·D], gate/up [I,H], down [H,I], head [V,H]
+        long macs = 2 * h * h + 2 * q * h + 2 * kv * h + h * q + 3 * i * h + (long) p.vocabSize() * h;
+        try (Arena arena = Arena.ofConfined()) {
+            DraftStepBench d = new DraftStepBench(arena, p);
+            assertThat(d.flops(1)).isEqualTo(2.0 * macs);
+            assertThat(d.flops(8)).isEqualTo(16.0 * macs);
+        }
+    }
+
+    @Test
+    void fmaPeakCountsTwoFlopsPerLanePerChainStep() {
+        try (FmaPeak f = new FmaPeak(2, 1000)) {
+            assertThat(f.flops()).isEqualTo(2.0 * 2 * 1000 * 12 * FloatVector.SPECIES_PREFERRED.length());
+            f.run(); // completes, and its NaN guard does not fire on settled chains
+        }
+        assertThatThrownBy(() -> new FmaPeak(0, 10)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("threads = 0");
+    }
+
+    @Test
+    void aTargetBelowTheComputeFloorIsReportedAsUnreachable() {
+        // 4 GFLOP at 100 GFLOP/s take 40 ms; against a 25 ms bandwidth floor that is 1.6×.
+        assertThat(KernelBench.unreachable(8, 1, 1.35, 0.025, 4e9, 100)).hasValueSatisfying(n -> assertThat(n)
+                .contains("B=8, 1 thread(s)").contains("≤1.35×").contains("1.60×").contains("4.00 GFLOP"));
+        // 4 GFLOP at 200 GFLOP/s take 20 ms: 0.8× the floor, so 1.35× is reachable in principle.
+        assertThat(KernelBench.unreachable(8, 2, 1.35, 0.025, 4e9, 200)).isEmpty();
+        // A target above the compute floor is not reported either.
+        assertThat(KernelBench.unreachable(8, 1, 1.7, 0.025, 4e9, 100)).isEmpty();
+    }
+
+    @Test
+    void onlyNamesTheMeasuredPartsAndRejectsUnknownOnes() {
+        BenchOptions o = BenchOptions.parse(List.of("--quick", "--only", "draft,prefill"));
+        assertThat(o.measures("draft")).isTrue();
+        assertThat(o.measures("prefill")).isTrue();
+        assertThat(o.measures("matvec")).isFalse();
+        assertThat(BenchOptions.defaults().parts()).containsExactlyInAnyOrderElementsOf(BenchOptions.PARTS);
+        assertThatThrownBy(() -> BenchOptions.parse(List.of("--only", "matvec,gemm")))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("unknown part 'gemm'");
+        assertThatThrownBy(() -> BenchOptions.defaults().withParts(List.of()))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("no part");
+    }
+
+    @Test
+    void comparedRowsCarryARatioButNoVerdict() {
+        BenchReport r = new BenchReport("k", "c", "o", List.of(
+                BenchReport.Row.compared("floor", 1, 0.04, "GFLOP/s", 100, 1.6, "bandwidth floor"),
+                BenchReport.Row.atMost("step", 1, 0.09, "GB/s", 6, 3.6, "bandwidth floor", 1.35)), List.of());
+        assertThat(r.rows().get(0).status()).isEmpty();
+        assertThat(r.rows().get(0).target()).isNull();
+        assertThat(r.rows().get(1).status()).isEqualTo("MISS");
+        assertThat(r.toTable()).contains("targets: 0 PASS, 1 MISS").containsPattern("floor\\s+1\\s+40\\.000.*1\\.600");
+    }
+}
