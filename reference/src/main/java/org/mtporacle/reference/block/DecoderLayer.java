@@ -42,6 +42,11 @@ public final class DecoderLayer {
 
     /** {@code y = h1 + MLP(RMSNorm(h1))}, {@code h1 = x + attention(RMSNorm(x))} for {@code x [B·S, H]}. */
     public float[] forward(float[] x, RowKv[] kvs, int s, ForwardTrace trace) {
+        return forward(x, kvs, s, trace, null);
+    }
+
+    /** As {@link #forward(float[], RowKv[], int, ForwardTrace)}; a MoE MLP's choices go through {@code hook}. */
+    public float[] forward(float[] x, RowKv[] kvs, int s, ForwardTrace trace, RouterHook hook) {
         int hSize = c.hiddenSize();
         int n = kvs.length * s;
         double eps = c.rmsNormEps();
@@ -58,7 +63,7 @@ public final class DecoderLayer {
         // 8–9. y = h1 + MLP(n), n = RMSNorm(h1); the MLP dense (§1.4 step 8) or MoE (§12.3)
         float[] nrm = new float[n * hSize];
         k.rmsNorm(nrm, 0, h1, 0, w.postAttentionNorm(), hSize, n, eps);
-        float[] m = mlp.forward(nrm, n, trace);
+        float[] m = mlp.forward(nrm, kvs, s, trace, hook);
         float[] y = new float[n * hSize];
         for (int i = 0; i < y.length; i++) {
             y[i] = h1[i] + m[i];

@@ -16,7 +16,8 @@ final class DenseMlp implements Mlp {
     }
 
     @Override
-    public float[] forward(float[] n, int rows, ForwardTrace trace) {
+    public float[] forward(float[] n, RowKv[] kvs, int s, ForwardTrace trace, RouterHook hook) {
+        int rows = kvs.length * s;
         int inter = w.width();
         float[] gate = new float[rows * inter];
         float[] up = new float[rows * inter];

@@ -9,8 +9,12 @@ import org.mtporacle.reference.kernels.Kernels;
  */
 sealed interface Mlp permits DenseMlp, MoeMlp {
 
-    /** {@code m [N, H]} for the {@code rows} rows of {@code n [N, H]}; records intermediates when {@code trace} is set. */
-    float[] forward(float[] n, int rows, ForwardTrace trace);
+    /**
+     * {@code m [N, H]} for the {@code N = kvs.length·s} rows of {@code n [N, H]} (row {@code b·s + t} belongs to
+     * {@code kvs[b]} at position {@code kvs[b].length() − s + t}, the append done); records intermediates when
+     * {@code trace} is set; a MoE MLP's router choices go through {@code hook} when it is set.
+     */
+    float[] forward(float[] n, RowKv[] kvs, int s, ForwardTrace trace, RouterHook hook);
 
     static Mlp of(MlpWeights w, int hiddenSize, Kernels k) {
         return switch (w) {

@@ -1,6 +1,9 @@
 package org.mtporacle.reference.block;
 
+import java.util.Arrays;
+
 import org.mtporacle.api.MlpWeights;
+import org.mtporacle.api.MtpException;
 import org.mtporacle.reference.kernels.Kernels;
 
 /**
@@ -21,7 +24,8 @@ final class MoeMlp implements Mlp {
     }
 
     @Override
-    public float[] forward(float[] n, int rows, ForwardTrace trace) {
+    public float[] forward(float[] n, RowKv[] kvs, int s, ForwardTrace trace, RouterHook hook) {
+        int rows = kvs.length * s;
         int e = w.numExperts();
         int topK = w.topK();
 
@@ -35,6 +39,17 @@ final class MoeMlp implements Mlp {
         float[] slotWeights = new float[topK];
         for (int r = 0; r < rows; r++) {
             k.route(probs, r * e, slotExperts, slotWeights, logits, r * e, e, topK, w.normTopK());
+            if (hook != null) {
+                RowKv kv = kvs[r / s];
+                int position = kv.length() - s + r % s;
+                int[] used = hook.route(kv, position, Arrays.copyOfRange(probs, r * e, (r + 1) * e),
+                        slotExperts.clone());
+                checkChoice(used, position);
+                if (!Arrays.equals(used, slotExperts)) {
+                    System.arraycopy(used, 0, slotExperts, 0, topK);
+                    k.routeWeights(slotWeights, probs, r * e, slotExperts, topK, w.normTopK());
+                }
+            }
             System.arraycopy(slotExperts, 0, chosen, r * topK, topK);
             System.arraycopy(slotWeights, 0, weights, r * topK, topK);
         }
@@ -56,9 +71,9 @@ final class MoeMlp implements Mlp {
         }
 
         // 7–8. shared expert, gated by one sigmoid per row; moe = routed + gate · shared
-        MlpWeights.Dense s = w.sharedExpert();
-        float[] sharedAct = new float[rows * s.width()];
-        float[] shared = swiglu(s, n, rows, sharedAct);
+        MlpWeights.Dense sh = w.sharedExpert();
+        float[] sharedAct = new float[rows * sh.width()];
+        float[] shared = swiglu(sh, n, rows, sharedAct);
         float[] gateLogit = new float[rows];
         k.matmul(gateLogit, 0, w.sharedExpertGate(), n, 0, rows);
         float[] gate = new float[rows];
@@ -88,6 +103,21 @@ final class MoeMlp implements Mlp {
             trace.put("mlp_out", out);
         }
         return out;
+    }
+
+    private void checkChoice(int[] used, int position) {
+        boolean ok = used != null && used.length == w.topK();
+        for (int j = 0; ok && j < used.length; j++) {
+            ok = used[j] >= 0 && used[j] < w.numExperts();
+            for (int i = 0; ok && i < j; i++) {
+                ok = used[i] != used[j];
+            }
+        }
+        if (!ok) {
+            throw MtpException.invalidArgument("router: the chooser returned " + Arrays.toString(used) + " at position "
+                    + position + ", expected " + w.topK() + " distinct experts in [0, " + w.numExperts()
+                    + ") (spec §12.5)");
+        }
     }
 
     /** For each expert chosen by some row, gathers those rows, runs the expert, scatters into {@code out [N, K, H]}. */

@@ -130,6 +130,14 @@ public final class Kernels implements AutoCloseable {
         Router.route(probs, pOff, experts, weights, logits, off, n, k, renormalise);
     }
 
+    /**
+     * The weights of the experts {@code experts[0, k)} under {@code probs[pOff, pOff+E)}: their probabilities,
+     * renormalised to sum 1 when {@code renormalise} (spec §12.3 step 4), the arithmetic of {@link #route}.
+     */
+    public void routeWeights(float[] weights, float[] probs, int pOff, int[] experts, int k, boolean renormalise) {
+        Router.weights(weights, probs, pOff, experts, k, renormalise);
+    }
+
     /** The index of the largest of {@code n} values, the first on ties. */
     public int argmax(float[] v, int off, int n) {
         return LogSoftmax.argmax(v, off, n);

@@ -45,13 +45,18 @@ final class Router {
             }
             taken[best] = true;
             experts[j] = best;
-            weights[j] = probs[pOff + best];
+        }
+        weights(weights, probs, pOff, experts, k, renormalise);
+    }
+
+    /** {@code weights[j] = p[experts[j]]}, divided by their slot-order f32 sum when renormalising (step 4). */
+    static void weights(float[] weights, float[] probs, int pOff, int[] experts, int k, boolean renormalise) {
+        float chosen = 0f;
+        for (int j = 0; j < k; j++) {
+            weights[j] = probs[pOff + experts[j]];
+            chosen += weights[j];
         }
         if (renormalise) {
-            float chosen = 0f;
-            for (int j = 0; j < k; j++) {
-                chosen += weights[j];
-            }
             for (int j = 0; j < k; j++) {
                 weights[j] = weights[j] / chosen;
             }

@@ -61,8 +61,11 @@ class MoeMlpTest {
     private static float[] run(MlpWeights.Moe w, float[] n, int rows, KernelMode mode, int threads,
                                ForwardTrace trace) {
         try (Kernels k = new Kernels(mode, threads)) {
-            return new MoeMlp((MlpWeights.Moe) Kernels.offHeap(w), H, k)
-                    .forward(n, rows, trace);
+            RowKv[] kvs = new RowKv[rows];
+            for (int r = 0; r < rows; r++) {
+                kvs[r] = new RowKv(1, 1);
+            }
+            return new MoeMlp((MlpWeights.Moe) Kernels.offHeap(w), H, k).forward(n, kvs, 1, trace, null);
         }
     }
 
