@@ -6,6 +6,7 @@ import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
 import org.mtporacle.mlx.handle.MlxDiscovery;
+import org.mtporacle.mlx.handle.MlxEnvironment;
 import org.mtporacle.mlx.handle.MlxLibrary;
 
 import java.util.List;
@@ -48,8 +49,12 @@ public final class MlxBackend implements MtpBackend {
     public Availability availability() {
         try {
             MlxLibrary lib = MlxLibrary.load(discovery);
+            StringBuilder env = new StringBuilder();
+            for (MlxEnvironment.Setting s : lib.environment()) {
+                env.append("; ").append(s.describe());
+            }
             return Availability.yes("mlx-c at " + lib.path() + ", MLX " + lib.version() + ", "
-                    + (lib.hasGpu() ? "GPU available" : "CPU only"));
+                    + (lib.hasGpu() ? "GPU available (default device)" : "CPU only") + env);
         } catch (MtpException e) {
             return Availability.no(e.getMessage());
         }
