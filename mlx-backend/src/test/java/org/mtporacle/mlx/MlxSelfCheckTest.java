@@ -54,4 +54,12 @@ class MlxSelfCheckTest {
         assertThat(MlxSelfCheck.compare("rms", new float[] {Float.NaN, 2.0f}, want)).contains("element 0 is NaN");
         assertThat(MlxSelfCheck.compare("rms", new float[] {1.0f}, want)).isEqualTo("rms: 1 values, expected 2");
     }
+
+    @Test
+    void aBadDefaultDeviceFromTheEnvironmentIsNamedAsSuch() {
+        MlxTestSupport.requireMlx();
+        MlxBackend backend = new MlxBackend(MlxDiscovery.fromEnvironment(), "tpu");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> backend.load(null, java.util.Map.of()))
+                .hasMessage("mlx: device = 'tpu' (from MTP_MLX_DEVICE), expected auto, cpu or gpu");
+    }
 }
