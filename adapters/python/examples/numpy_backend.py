@@ -654,14 +654,14 @@ class Rows:
         if checkpoints is None:
             raise E.invalid_argument("append: checkpoint list is null (use null entries for cold rows)")
         restored = [None if cp is None else self._restore("append", i, cp) for i, cp in enumerate(checkpoints)]
-        nkv, d = self.c.kv_heads, self.c.head_dim
+        added = []
         for r in restored:
             if r is None:
-                self.rows.append(Row(RowCache(nkv, d), None, False))
+                added.append(Row(self.m.new_cache(), None, False))
             else:
                 keys, values, hidden = r
-                kv = RowCache(nkv, d) if keys is None else RowCache(nkv, d, keys, values)
-                self.rows.append(Row(kv, hidden, True))
+                added.append(Row(self.m.new_cache(keys, values), hidden, True))
+        self.rows.extend(added)
 
     def _restore(self, call, i, cp):
         """§6, §11.1: checks one checkpoint and returns (keys [nKV,T,D] | None, values | None, hidden [H])."""
@@ -935,9 +935,13 @@ class Model:
         self.vocab = self.weights.embed.shape[0]
         self.identity = identity if identity is not None else _own_identity(path)
 
+    def new_cache(self, keys=None, values=None):
+        """An empty row cache, or one holding keys/values [nKV, T, D]."""
+        return RowCache(self.cfg.kv_heads, self.cfg.head_dim, keys, values)
+
     def open_rows(self, checkpoints):
         rows = Rows(self)
-        rows.append(checkpoints if checkpoints is not None else None)
+        rows.append(checkpoints)
         return rows
 
 
