@@ -115,7 +115,7 @@ final class InspectCommand implements Callable<Integer> {
         m.put("modelIdentity", t.modelIdentity());
         m.put("backend", t.backend());
         m.put("backendOptions", t.backendOptions());
-        m.put("tolerance", t.tolerance());
+        m.put("tolerance", t.tolerance().describe());
         m.put("seed", t.seed());
         m.put("actions", t.actions().size() + " (shrunk from " + t.originalLength() + ")");
         m.put("steps", t.actions().stream().map(Action::describe).toList());

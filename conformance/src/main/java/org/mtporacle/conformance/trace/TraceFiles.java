@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.mtporacle.api.MtpException;
+import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.chain.Action;
 import org.mtporacle.conformance.chain.BadCall;
 import org.mtporacle.conformance.lockstep.Divergence;
@@ -35,7 +36,9 @@ public final class TraceFiles {
         root.put("modelIdentity", t.modelIdentity());
         root.put("backend", t.backend());
         root.set("backendOptions", JSON.valueToTree(t.backendOptions()));
-        root.put("tolerance", t.tolerance());
+        root.put("tolerance", t.tolerance().name());
+        root.putObject("thresholds").put("tokenGap", t.tolerance().tokenGap())
+                .put("kvNmse", t.tolerance().kvNmse()).put("hiddenNmse", t.tolerance().hiddenNmse());
         root.put("seed", t.seed());
         root.put("originalLength", t.originalLength());
         ArrayNode actions = root.putArray("actions");
@@ -105,7 +108,7 @@ public final class TraceFiles {
                     text(d, "message", where + ": divergence"), details);
         }
         return new ChainTrace(format, text(root, "fixture", where), optText(root, "modelIdentity"),
-                text(root, "backend", where), options, text(root, "tolerance", where), longValue(root, "seed", where),
+                text(root, "backend", where), options, tolerance(root, where), longValue(root, "seed", where),
                 actions, div, root.path("originalLength").asInt(actions.size()));
     }
 
@@ -179,6 +182,33 @@ public final class TraceFiles {
             }
             default -> throw MtpException.malformedFile(where + ": unknown op '" + op + "'");
         };
+    }
+
+    /** The trace's profile: {@code thresholds} when present (any profile), else the built-in one it names. */
+    private static Tolerance tolerance(JsonNode root, String where) {
+        String name = text(root, "tolerance", where);
+        JsonNode th = root.get("thresholds");
+        try {
+            if (th == null) {
+                return Tolerance.named(name);
+            }
+            if (!th.isObject()) {
+                throw MtpException.malformedFile(where + ": 'thresholds' must be an object");
+            }
+            return new Tolerance(name, number(th, "tokenGap", where + ": thresholds"),
+                    number(th, "kvNmse", where + ": thresholds"), number(th, "hiddenNmse", where + ": thresholds"));
+        } catch (MtpException e) {
+            throw e.kind() == MtpException.Kind.MALFORMED_FILE ? e : MtpException.malformedFile(where + ": "
+                    + e.getMessage());
+        }
+    }
+
+    private static double number(JsonNode n, String field, String where) {
+        JsonNode v = n.get(field);
+        if (v == null || !v.isNumber()) {
+            throw MtpException.malformedFile(where + ": '" + field + "' must be a number");
+        }
+        return v.doubleValue();
     }
 
     private static String text(JsonNode n, String field, String where) {

@@ -3,6 +3,7 @@ package org.mtporacle.conformance.trace;
 import com.code_intelligence.jazzer.junit.FuzzTest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
+import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.chain.Action;
 import org.mtporacle.conformance.chain.ChainGenerator;
 import org.mtporacle.conformance.lockstep.Divergence;
@@ -73,7 +74,7 @@ class TraceFuzzTest {
         List<Action> actions = new ChainGenerator(ChainGenerator.Limits.defaults()).generate(seed);
         Divergence d = diverged ? new Divergence(actions.size() - 1, Divergence.Category.DRAFT_TOKEN,
                 "draft token differs at row 0 position 1", Map.of("row", 0, "gap", 0.25, "tokens", "3 vs 4")) : null;
-        return new ChainTrace(ChainTrace.FORMAT, "tiny", "abc123", "reference", Map.of("threads", "1"), "f32",
+        return new ChainTrace(ChainTrace.FORMAT, "tiny", "abc123", "reference", Map.of("threads", "1"), Tolerance.F32,
                 seed, actions, d, actions.size() + 3);
     }
 
