@@ -6,7 +6,7 @@ import org.mtporacle.conformance.chain.Action;
 import org.mtporacle.conformance.chain.ChainGenerator;
 import org.mtporacle.conformance.chain.Shrinker;
 import org.mtporacle.conformance.lockstep.ChainOutcome;
-import org.mtporacle.conformance.lockstep.Divergence;
+import org.mtporacle.conformance.compare.Divergence;
 import org.mtporacle.conformance.lockstep.Lockstep;
 import org.mtporacle.conformance.trace.ChainTrace;
 import org.mtporacle.conformance.trace.TraceFiles;

@@ -203,7 +203,8 @@ final class GoldenCommand implements Runnable {
                 if (!quiet) {
                     r.lines().forEach(l -> System.out.println("     " + l));
                 }
-                r.findings().forEach(x -> System.out.println("     " + x));
+                r.findings().forEach(x -> System.out.println("     step " + x.actionIndex() + " (" + x.side() + "): "
+                        + x.message()));
             }
         }
 

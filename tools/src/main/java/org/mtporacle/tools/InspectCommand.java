@@ -122,6 +122,7 @@ final class InspectCommand implements Callable<Integer> {
         if (t.divergence() != null) {
             Map<String, Object> d = new LinkedHashMap<>();
             d.put("action", t.divergence().actionIndex());
+            d.put("kind", t.divergence().kind().name());
             d.put("category", t.divergence().category().name());
             d.put("message", t.divergence().message());
             d.put("details", t.divergence().details());

@@ -64,7 +64,7 @@ final class ReplayCommand implements Callable<Integer> {
                 return MtpCommand.EXIT_OK;
             }
             System.out.println("diverged at action " + out.divergence().actionIndex() + " ("
-                    + out.divergence().category() + "): " + out.divergence().message());
+                    + out.divergence().kind() + "): " + out.divergence().message());
             out.divergence().details().forEach((k, v) -> System.out.println("    " + k + " = " + v));
             return MtpCommand.EXIT_FAILED;
         }

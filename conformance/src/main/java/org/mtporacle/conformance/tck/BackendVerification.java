@@ -24,9 +24,10 @@ import org.mtporacle.conformance.chain.BadCall;
 import org.mtporacle.conformance.chain.ChainData;
 import org.mtporacle.conformance.chain.ChainGenerator;
 import org.mtporacle.conformance.chain.GroupShape;
+import org.mtporacle.conformance.compare.Divergence;
+import org.mtporacle.conformance.compare.Judge;
 import org.mtporacle.conformance.lockstep.ChainOutcome;
 import org.mtporacle.conformance.lockstep.Lockstep;
-import org.mtporacle.conformance.lockstep.Nmse;
 import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
 import org.mtporacle.reference.targetmodel.ReferenceTarget;
@@ -641,16 +642,11 @@ public abstract class BackendVerification implements BackendRules {
         return out;
     }
 
+    /** The backend's checkpoint against its own expected one, through the kit's one comparison (a Judge). */
     private void assertClose(String what, RowCheckpoint actual, RowCheckpoint expected) {
-        assertThat(actual.processedTokens()).as("%s: P", what).isEqualTo(expected.processedTokens());
-        assertThat(actual.draftOffset()).as("%s: draftOffset", what).isEqualTo(expected.draftOffset());
-        if (expected.keys() != null) {
-            assertThat(Nmse.of(actual.keys(), expected.keys())).as("%s: keys NMSE", what)
-                    .isLessThanOrEqualTo(tolerance().kvNmse());
-            assertThat(Nmse.of(actual.values(), expected.values())).as("%s: values NMSE", what)
-                    .isLessThanOrEqualTo(tolerance().kvNmse());
+        Divergence d = new Judge(tolerance(), 0, "the expected state").checkpoint(-1, what, expected, actual);
+        if (d != null) {
+            fail(d.message() + " (" + d.details() + ")");
         }
-        assertThat(Nmse.of(actual.hidden(), expected.hidden())).as("%s: hidden NMSE", what)
-                .isLessThanOrEqualTo(tolerance().hiddenNmse());
     }
 }

@@ -2,7 +2,7 @@ package org.mtporacle.conformance.trace;
 
 import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.chain.Action;
-import org.mtporacle.conformance.lockstep.Divergence;
+import org.mtporacle.conformance.compare.Divergence;
 
 import java.util.List;
 import java.util.Map;

@@ -9,7 +9,7 @@ import org.mtporacle.api.MtpException;
 import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.chain.Action;
 import org.mtporacle.conformance.chain.BadCall;
-import org.mtporacle.conformance.lockstep.Divergence;
+import org.mtporacle.conformance.compare.Divergence;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -48,6 +48,7 @@ public final class TraceFiles {
         if (t.divergence() != null) {
             ObjectNode d = root.putObject("divergence");
             d.put("action", t.divergence().actionIndex());
+            d.put("kind", t.divergence().kind().name());
             d.put("category", t.divergence().category().name());
             d.put("message", t.divergence().message());
             d.set("details", JSON.valueToTree(t.divergence().details()));
@@ -98,14 +99,15 @@ public final class TraceFiles {
                 det.fields().forEachRemaining(e -> details.put(e.getKey(), e.getValue().isNumber()
                         ? e.getValue().numberValue() : e.getValue().asText()));
             }
-            Divergence.Category cat;
+            Divergence.Kind kind;
             try {
-                cat = Divergence.Category.valueOf(text(d, "category", where + ": divergence"));
+                kind = Divergence.kindOf(d.has("kind") ? text(d, "kind", where + ": divergence") : null,
+                        text(d, "category", where + ": divergence"));
             } catch (IllegalArgumentException e) {
-                throw MtpException.malformedFile(where + ": divergence.category is not a known category");
+                throw MtpException.malformedFile(where + ": divergence.kind or .category is not a known one");
             }
-            div = new Divergence(integer(d, "action", where + ": divergence"), cat,
-                    text(d, "message", where + ": divergence"), details);
+            div = new Divergence(kind, integer(d, "action", where + ": divergence"), "backend",
+                    -1, -1, new Divergence.RecordedEvidence(details), text(d, "message", where + ": divergence"));
         }
         return new ChainTrace(format, text(root, "fixture", where), optText(root, "modelIdentity"),
                 text(root, "backend", where), options, tolerance(root, where), longValue(root, "seed", where),
