@@ -279,9 +279,8 @@ public abstract class BackendVerification implements BackendRules {
                     assertThat(g.rowCount()).as("%s in %s: row count unchanged", call, setup).isEqualTo(rows);
                     List<RowCheckpoint> after = captureAll(g, shape);
                     for (int r = 0; r < before.size(); r++) {
-                        RowCheckpoint a = before.get(r);
-                        assertThat(a == null ? after.get(r) == null : a.contentEquals(after.get(r)))
-                                .as("%s in %s: row %d unchanged", call, setup, r).isTrue();
+                        assertIdentical(call + " in " + setup + ": row " + r + " after the refused call", after.get(r),
+                                before.get(r));
                     }
                     checked++;
                     break;
@@ -312,7 +311,9 @@ public abstract class BackendVerification implements BackendRules {
             setup.prepare(g, m);
             g.close();
             g.close(); // idempotent
-            assertThat(g.isClosed()).as("%s: isClosed after close", setup).isTrue();
+            if (!g.isClosed()) {
+                fail(setup + ": isClosed() is false after close() (spec §11.1)");
+            }
             int b = Math.max(1, g.rowCount());
             List<Map.Entry<String, Runnable>> calls = List.of(
                     Map.entry("append", () -> g.append(List.of(cp))),
@@ -363,7 +364,7 @@ public abstract class BackendVerification implements BackendRules {
             for (int r = 0; r < 2; r++) {
                 RowCheckpoint cp = g.capture(r);
                 try (DraftRows h = d.openRows(List.of(cp))) {
-                    assertThat(h.capture(0).contentEquals(cp)).as("row %d", r).isTrue();
+                    assertIdentical("row " + r + " captured again after restore", h.capture(0), cp);
                 }
             }
         }
@@ -382,8 +383,8 @@ public abstract class BackendVerification implements BackendRules {
             int[] keep = {3, 0, 2};
             g.filterRows(keep);
             for (int i = 0; i < keep.length; i++) {
-                assertThat(g.capture(i).contentEquals(before.get(keep[i]))).as("new row %d = old row %d", i, keep[i])
-                        .isTrue();
+                assertIdentical("filterRows " + Arrays.toString(keep) + ": new row " + i + " (old row " + keep[i]
+                        + ")", g.capture(i), before.get(keep[i]));
             }
         }
     }
@@ -397,15 +398,17 @@ public abstract class BackendVerification implements BackendRules {
         try (DraftRows g = d.openRows(Arrays.asList(null, null))) {
             prefill(g, m, 6, 51);
             for (int r = 0; r < 2; r++) {
-                assertThat(g.capture(r).processedTokens()).isEqualTo(6);
-                assertThat(g.capture(r).draftOffset()).isEqualTo(5);
+                assertThat(g.capture(r).processedTokens()).as("row %d: P after a prefill of 6", r).isEqualTo(6);
+                assertThat(g.capture(r).draftOffset()).as("row %d: draftOffset (P − 1) after a prefill of 6", r)
+                        .isEqualTo(5);
             }
             int[] accepted = round(g, m, 4, Action.Acceptance.RANDOM, 52);
             for (int r = 0; r < 2; r++) {
                 RowCheckpoint cp = g.capture(r);
                 assertThat(cp.processedTokens()).as("row %d after accepting %d", r, accepted[r])
                         .isEqualTo(6 + accepted[r] + 1);
-                assertThat(cp.keys().dim(2)).isEqualTo(cp.processedTokens() - 1);
+                assertThat(cp.keys().dim(2)).as("row %d: KV positions held (P − 1, keys [1, nKV, P−1, D])", r)
+                        .isEqualTo(cp.processedTokens() - 1);
             }
         }
     }
@@ -516,7 +519,7 @@ public abstract class BackendVerification implements BackendRules {
             g.prefill(args.tokens(), args.context());
             whole = g.capture(0);
         }
-        assertThat(whole.processedTokens()).isEqualTo(len);
+        assertThat(whole.processedTokens()).as("P after one prefill of %d", len).isEqualTo(len);
         for (int cut : new int[] {1, len / 3, Math.min(2048, len - 2), len - 1}) {
             try (DraftRows g = d.openRows(Collections.singletonList(null))) {
                 g.prefill(args.tokens().reshape(len).slice0(0, cut).reshape(1, cut),
@@ -544,12 +547,13 @@ public abstract class BackendVerification implements BackendRules {
                 g.append(Arrays.asList(good, null, bad));
                 fail("append with a misaligned checkpoint was accepted");
             } catch (MtpException e) {
-                assertThat(e.kind()).isEqualTo(MtpException.Kind.INCOMPATIBLE_CHECKPOINT);
+                assertThat(e.kind()).as("append with draftOffset = P: error kind (%s)", e.getMessage())
+                        .isEqualTo(MtpException.Kind.INCOMPATIBLE_CHECKPOINT);
             }
-            assertThat(g.rowCount()).isEqualTo(2);
+            assertThat(g.rowCount()).as("row count after the refused append").isEqualTo(2);
             List<RowCheckpoint> after = captureAll(g, shapeOf(g, true));
             for (int r = 0; r < 2; r++) {
-                assertThat(after.get(r).contentEquals(before.get(r))).isTrue();
+                assertIdentical("row " + r + " after the refused append", after.get(r), before.get(r));
             }
         }
     }
@@ -623,6 +627,67 @@ public abstract class BackendVerification implements BackendRules {
             out.add(shape.hasHidden(r) ? g.capture(r) : null);
         }
         return out;
+    }
+
+    /** Fails with the first field or tensor element that differs, unless {@code actual} is byte-identical. */
+    static void assertIdentical(String what, RowCheckpoint actual, RowCheckpoint expected) {
+        String diff = checkpointDifference(actual, expected);
+        if (diff != null) {
+            fail(what + ": not byte-identical to the expected checkpoint: " + diff);
+        }
+    }
+
+    /** The first difference between two checkpoints, in words, or null when they are byte-identical. */
+    static String checkpointDifference(RowCheckpoint actual, RowCheckpoint expected) {
+        if (actual == null || expected == null) {
+            return actual == expected ? null : "got " + (actual == null ? "a cold row (no checkpoint)" : actual)
+                    + ", expected " + (expected == null ? "a cold row (no checkpoint)" : expected);
+        }
+        if (!actual.schema().equals(expected.schema())) {
+            return "schema " + actual.schema() + " vs " + expected.schema();
+        }
+        if (actual.processedTokens() != expected.processedTokens() || actual.draftOffset() != expected.draftOffset()) {
+            return "P/draftOffset " + actual.processedTokens() + "/" + actual.draftOffset() + " vs "
+                    + expected.processedTokens() + "/" + expected.draftOffset();
+        }
+        if (!actual.modelIdentity().equals(expected.modelIdentity())) {
+            return "modelIdentity " + actual.modelIdentity() + " vs " + expected.modelIdentity();
+        }
+        for (String name : List.of("keys", "values", "hidden")) {
+            HostTensor a = name.equals("keys") ? actual.keys() : name.equals("values") ? actual.values()
+                    : actual.hidden();
+            HostTensor b = name.equals("keys") ? expected.keys() : name.equals("values") ? expected.values()
+                    : expected.hidden();
+            String d = tensorDifference(a, b);
+            if (d != null) {
+                return name + " " + d;
+            }
+        }
+        return null;
+    }
+
+    private static String tensorDifference(HostTensor a, HostTensor b) {
+        if (a == null || b == null) {
+            return a == b ? null : (a == null ? "absent" : a.describe()) + " vs " + (b == null ? "absent"
+                    : b.describe());
+        }
+        if (a.dtype() != b.dtype() || !Arrays.equals(a.shape(), b.shape())) {
+            return a.describe() + " vs " + b.describe();
+        }
+        if (a.contentEquals(b)) {
+            return null;
+        }
+        float[] x = a.toFloatArray();
+        float[] y = b.toFloatArray();
+        for (int i = 0; i < x.length; i++) {
+            if (Float.floatToRawIntBits(x[i]) != Float.floatToRawIntBits(y[i])) {
+                long differing = java.util.stream.IntStream.range(i, x.length)
+                        .filter(j -> Float.floatToRawIntBits(x[j]) != Float.floatToRawIntBits(y[j])).count();
+                return "element " + i + " (flat, of " + x.length + ") is " + x[i] + ", expected " + y[i] + "; "
+                        + differing + " element(s) differ";
+            }
+        }
+        return "bytes differ (" + a.describe() + ")";
     }
 
     private void assertClose(String what, RowCheckpoint actual, RowCheckpoint expected) {
