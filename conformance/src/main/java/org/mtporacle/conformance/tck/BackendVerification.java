@@ -7,6 +7,7 @@ import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.mtporacle.api.Availability;
+import org.mtporacle.api.BackendProfile;
 import org.mtporacle.api.DraftModel;
 import org.mtporacle.api.DraftRows;
 import org.mtporacle.api.DraftSampling;
@@ -15,6 +16,7 @@ import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
 import org.mtporacle.api.RowCheckpoint;
+import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.Campaign;
 import org.mtporacle.conformance.FixtureRecipe;
 import org.mtporacle.conformance.chain.Action;
@@ -22,10 +24,10 @@ import org.mtporacle.conformance.chain.BadCall;
 import org.mtporacle.conformance.chain.ChainData;
 import org.mtporacle.conformance.chain.ChainGenerator;
 import org.mtporacle.conformance.chain.GroupShape;
+import org.mtporacle.conformance.compare.Divergence;
+import org.mtporacle.conformance.compare.Judge;
 import org.mtporacle.conformance.lockstep.ChainOutcome;
 import org.mtporacle.conformance.lockstep.Lockstep;
-import org.mtporacle.conformance.lockstep.Nmse;
-import org.mtporacle.conformance.lockstep.Tolerance;
 import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
 import org.mtporacle.reference.targetmodel.ReferenceTarget;
@@ -64,9 +66,18 @@ public abstract class BackendVerification implements BackendRules {
         return Map.of();
     }
 
-    /** How closely the backend must follow the reference; a backend may tighten it. */
+    /**
+     * How closely the backend must follow the reference: the tolerance of the profile the backend declares for
+     * {@link #backendOptions()} ({@link BackendProfile#matching}). Override only to tighten it; a looser profile
+     * fails every check.
+     */
     protected Tolerance tolerance() {
-        return Tolerance.F32;
+        return declared();
+    }
+
+    /** The tolerance the backend declares for {@link #backendOptions()}. */
+    protected final Tolerance declared() {
+        return BackendProfile.matching(backend.profiles(), backendOptions()).tolerance();
     }
 
     /** The dense fixture the checks run on. */
@@ -119,6 +130,12 @@ public abstract class BackendVerification implements BackendRules {
             System.out.println("[tck] " + backend.name() + " skipped: " + a.reason());
         }
         Assumptions.assumeTrue(a.available(), () -> backend.name() + " is unavailable: " + a.reason());
+        Tolerance t = tolerance();
+        if (!t.atMost(declared())) {
+            fail("tolerance() returns " + t.describe() + ", looser than the profile " + backend.name()
+                    + " declares for these options, " + declared().describe() + "; the hook may only tighten it");
+        }
+        System.out.println("[tck] " + backend.name() + " " + backendOptions() + " held to " + t.describe());
     }
 
     @AfterAll
@@ -629,77 +646,27 @@ public abstract class BackendVerification implements BackendRules {
         return out;
     }
 
-    /** Fails with the first field or tensor element that differs, unless {@code actual} is byte-identical. */
-    static void assertIdentical(String what, RowCheckpoint actual, RowCheckpoint expected) {
-        String diff = checkpointDifference(actual, expected);
-        if (diff != null) {
-            fail(what + ": not byte-identical to the expected checkpoint: " + diff);
+    /**
+     * Fails unless {@code actual} is byte-identical to {@code expected} (spec §10.1.7), saying what differs through
+     * the kit's one comparison (a Judge under the exact profile).
+     */
+    private static void assertIdentical(String what, RowCheckpoint actual, RowCheckpoint expected) {
+        if (expected == null ? actual == null : expected.contentEquals(actual)) {
+            return;
         }
+        if (expected == null) {
+            fail(what + ": a cold row (no checkpoint) was expected, got " + actual);
+        }
+        Divergence d = new Judge(Tolerance.EXACT, 0, "the expected state").checkpoint(-1, what, expected, actual);
+        fail(d != null ? "not byte-identical: " + d.message() + " (" + d.details() + ")"
+                : what + ": not byte-identical, though every value compares equal (signed zeros or NaN payloads)");
     }
 
-    /** The first difference between two checkpoints, in words, or null when they are byte-identical. */
-    static String checkpointDifference(RowCheckpoint actual, RowCheckpoint expected) {
-        if (actual == null || expected == null) {
-            return actual == expected ? null : "got " + (actual == null ? "a cold row (no checkpoint)" : actual)
-                    + ", expected " + (expected == null ? "a cold row (no checkpoint)" : expected);
-        }
-        if (!actual.schema().equals(expected.schema())) {
-            return "schema " + actual.schema() + " vs " + expected.schema();
-        }
-        if (actual.processedTokens() != expected.processedTokens() || actual.draftOffset() != expected.draftOffset()) {
-            return "P/draftOffset " + actual.processedTokens() + "/" + actual.draftOffset() + " vs "
-                    + expected.processedTokens() + "/" + expected.draftOffset();
-        }
-        if (!actual.modelIdentity().equals(expected.modelIdentity())) {
-            return "modelIdentity " + actual.modelIdentity() + " vs " + expected.modelIdentity();
-        }
-        for (String name : List.of("keys", "values", "hidden")) {
-            HostTensor a = name.equals("keys") ? actual.keys() : name.equals("values") ? actual.values()
-                    : actual.hidden();
-            HostTensor b = name.equals("keys") ? expected.keys() : name.equals("values") ? expected.values()
-                    : expected.hidden();
-            String d = tensorDifference(a, b);
-            if (d != null) {
-                return name + " " + d;
-            }
-        }
-        return null;
-    }
-
-    private static String tensorDifference(HostTensor a, HostTensor b) {
-        if (a == null || b == null) {
-            return a == b ? null : (a == null ? "absent" : a.describe()) + " vs " + (b == null ? "absent"
-                    : b.describe());
-        }
-        if (a.dtype() != b.dtype() || !Arrays.equals(a.shape(), b.shape())) {
-            return a.describe() + " vs " + b.describe();
-        }
-        if (a.contentEquals(b)) {
-            return null;
-        }
-        float[] x = a.toFloatArray();
-        float[] y = b.toFloatArray();
-        for (int i = 0; i < x.length; i++) {
-            if (Float.floatToRawIntBits(x[i]) != Float.floatToRawIntBits(y[i])) {
-                long differing = java.util.stream.IntStream.range(i, x.length)
-                        .filter(j -> Float.floatToRawIntBits(x[j]) != Float.floatToRawIntBits(y[j])).count();
-                return "element " + i + " (flat, of " + x.length + ") is " + x[i] + ", expected " + y[i] + "; "
-                        + differing + " element(s) differ";
-            }
-        }
-        return "bytes differ (" + a.describe() + ")";
-    }
-
+    /** The backend's checkpoint against its own expected one, through the kit's one comparison (a Judge). */
     private void assertClose(String what, RowCheckpoint actual, RowCheckpoint expected) {
-        assertThat(actual.processedTokens()).as("%s: P", what).isEqualTo(expected.processedTokens());
-        assertThat(actual.draftOffset()).as("%s: draftOffset", what).isEqualTo(expected.draftOffset());
-        if (expected.keys() != null) {
-            assertThat(Nmse.of(actual.keys(), expected.keys())).as("%s: keys NMSE", what)
-                    .isLessThanOrEqualTo(tolerance().kvNmse());
-            assertThat(Nmse.of(actual.values(), expected.values())).as("%s: values NMSE", what)
-                    .isLessThanOrEqualTo(tolerance().kvNmse());
+        Divergence d = new Judge(tolerance(), 0, "the expected state").checkpoint(-1, what, expected, actual);
+        if (d != null) {
+            fail(d.message() + " (" + d.details() + ")");
         }
-        assertThat(Nmse.of(actual.hidden(), expected.hidden())).as("%s: hidden NMSE", what)
-                .isLessThanOrEqualTo(tolerance().hiddenNmse());
     }
 }

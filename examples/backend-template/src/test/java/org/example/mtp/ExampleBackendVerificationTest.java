@@ -1,10 +1,12 @@
 package org.example.mtp;
 
 import org.mtporacle.api.MtpBackend;
-import org.mtporacle.conformance.lockstep.Tolerance;
 import org.mtporacle.conformance.tck.BackendVerification;
 
-/** Every rule of the row contract, run on the example backend against the reference (the TCK). */
+/**
+ * Every rule of the row contract, run on the example backend against the reference (the TCK). It holds the backend
+ * to the tolerance its profiles declare (f32 by default); override {@code tolerance()} only to tighten it.
+ */
 class ExampleBackendVerificationTest extends BackendVerification {
     @Override
     protected MtpBackend createBackend() {
@@ -12,13 +14,13 @@ class ExampleBackendVerificationTest extends BackendVerification {
     }
 
     @Override
-    protected Tolerance tolerance() {
-        return Tolerance.F32; // a backend computing in f32; BF16 for one computing activations in bf16
+    protected boolean supportsSeededSampling() {
+        return true; // false skips the §7 checks, with the reason
     }
 
     @Override
-    protected boolean supportsSeededSampling() {
-        return true; // false skips the §7 checks, with the reason
+    protected boolean supportsQuantizedWeights() {
+        return true; // false skips the 4-bit fixture, with the reason
     }
 
     @Override
