@@ -2,11 +2,11 @@ package org.mtporacle.tools;
 
 import org.mtporacle.api.MtpException;
 import picocli.CommandLine;
+import picocli.CommandLine.Command;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import picocli.CommandLine.Command;
 
 /** The {@code mtp} command: a thin shell over the library; each subcommand parses, calls and prints. */
 @Command(name = "mtp", mixinStandardHelpOptions = true, versionProvider = MtpCommand.Version.class,
