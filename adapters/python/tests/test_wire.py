@@ -114,6 +114,23 @@ class WireTest(unittest.TestCase):
         self.assertEqual(self.c.p.wait(timeout=10), 0)
 
 
+class TransformersImportSafetyTest(unittest.TestCase):
+    def test_without_torch_the_engine_speaks_and_says_why_it_is_unavailable(self):
+        try:
+            import torch  # noqa: F401
+            self.skipTest("torch is installed here; the GPU check script covers this backend")
+        except ImportError:
+            pass
+        c = WireClient([sys.executable, os.path.join(EXAMPLES, "transformers_backend.py"), "--device", "cuda"])
+        try:
+            r, _ = c.ok("hello", hello_args())
+            self.assertIn("torch is not installed", r["unavailable"])
+            h, _ = c.call("load", {"directory": "/x", "layout": "hf", "identity": "i", "options": {}})
+            self.assertEqual(h["error"]["kind"], "UNAVAILABLE")
+        finally:
+            c.close()
+
+
 class SdkTest(unittest.TestCase):
     """The SDK with a toy handler: an unexpected exception poisons the group; print() goes to stderr."""
 
