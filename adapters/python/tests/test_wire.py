@@ -94,6 +94,8 @@ class WireTest(unittest.TestCase):
         self.assertEqual(h["error"]["kind"], "ILLEGAL_STATE")
         h, _ = self.c.call("draft", {"group": g, "pending": [0], "depth": 1, "steps": [0], "sampling": None})
         self.assertEqual(h["error"]["kind"], "INVALID_ARGUMENT")
+        h, _ = self.c.call("capture", {"group": g, "row": {"tensor": 5}})
+        self.assertEqual(h["error"]["kind"], "BACKEND_FAILURE")   # a reference to a tensor that is not there
         h, _ = self.c.call("frobnicate", {})
         self.assertEqual(h["error"]["kind"], "UNAVAILABLE")
         h, _ = self.c.call("load", {"directory": "/nonexistent", "layout": "hf", "identity": "x", "options": {}})
