@@ -33,6 +33,11 @@ public enum Mutation {
      * only the TCK's closed-group check catches it (excluded from {@code MutantsAreCaughtTest}).
      */
     APPEND_AFTER_CLOSE,
+    /**
+     * The group keeps computing after its model was closed. Lockstep chains never close a model, so only the TCK's
+     * closed-model check catches it (excluded from {@code MutantsAreCaughtTest}).
+     */
+    MODEL_CLOSE_IGNORED,
     /** MoE (spec §12.3 step 4): the chosen experts' probabilities are used as weights without renormalising. */
     MOE_TOPK_NOT_RENORMALISED,
     /** MoE (spec §12.3 step 7): the shared expert is added without its sigmoid {@code shared_expert_gate}. */

@@ -23,10 +23,7 @@ final class DenseMlp implements Mlp {
         float[] up = new float[rows * inter];
         k.matmul(gate, 0, w.gateProj(), n, 0, rows);
         k.matmul(up, 0, w.upProj(), n, 0, rows);
-        for (int i = 0; i < gate.length; i++) {
-            float z = gate[i];
-            gate[i] = z * MtpBlock.sigmoid(z) * up[i];
-        }
+        k.silu(gate, 0, gate, 0, up, 0, gate.length);
         float[] mlp = new float[rows * hSize];
         k.matmul(mlp, 0, w.downProj(), gate, 0, rows);
         if (trace != null) {
