@@ -15,7 +15,7 @@ import org.mtporacle.io.CheckpointFiles;
 import org.mtporacle.io.ModelInspector;
 import org.mtporacle.io.SafetensorsFile;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Parameters;
 
 import java.nio.file.Files;
@@ -40,13 +40,13 @@ final class InspectCommand implements Callable<Integer> {
             + "trace or golden trace.")
     Path path;
 
-    @Option(names = "--json", description = "Print JSON instead of text.")
-    boolean json;
+    @Mixin
+    Mixins.Json json;
 
     @Override
     public Integer call() throws Exception {
         if (!Files.exists(path)) {
-            throw MtpException.invalidArgument(path + " does not exist");
+            throw MtpException.invalidArgument(path + ": no such file or directory");
         }
         Map<String, Object> summary = null;
         if (Files.isRegularFile(path) && path.toString().endsWith(".json")) {
@@ -63,8 +63,8 @@ final class InspectCommand implements Callable<Integer> {
         }
         if (summary == null) {
             ModelInspector.Report r = ModelInspector.inspect(path);
-            System.out.print(json ? r.toJson() + "\n" : r.toText());
-        } else if (json) {
+            System.out.print(json.json ? r.toJson() + "\n" : r.toText());
+        } else if (json.json) {
             System.out.println(JSON.writeValueAsString(summary));
         } else {
             print(summary, "");

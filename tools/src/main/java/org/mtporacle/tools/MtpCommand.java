@@ -4,7 +4,22 @@ import org.mtporacle.api.MtpException;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
-/** The {@code mtp} command: a thin shell over the library; each subcommand parses, calls and prints. */
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.DirectoryNotEmptyException;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.FileSystemException;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.NotDirectoryException;
+
+/**
+ * The {@code mtp} command: a thin shell over the library; each subcommand parses, calls and prints. The exit code
+ * follows one rule for every command (docs/cli.md, "Exit codes"), applied here and nowhere else: a usage error
+ * (picocli's, or a command's {@link CommandLine.ParameterException} for a bad option value) is 2, an
+ * {@link MtpException} or file-system error is 3 with one line, anything else is 4 with the stack trace.
+ */
 @Command(name = "mtp", mixinStandardHelpOptions = true, versionProvider = MtpCommand.Version.class,
         description = "MTP Oracle: reference interpreter and conformance kit for Qwen3.5 MTP drafting.",
         subcommands = {
@@ -14,13 +29,14 @@ import picocli.CommandLine.Command;
                 InspectCommand.class,
                 GoldenCommand.class,
                 ConvertCommand.class,
+                CheckpointCommand.class,
                 BenchCommand.class,
                 BackendsCommand.class,
                 CommandLine.HelpCommand.class
         })
 public final class MtpCommand implements Runnable {
 
-    /** Exit codes, documented in README.md. */
+    /** Exit codes, documented in docs/cli.md. */
     public static final int EXIT_OK = 0;
     public static final int EXIT_FAILED = 1;
     public static final int EXIT_USAGE = 2;
@@ -32,37 +48,86 @@ public final class MtpCommand implements Runnable {
 
     @Override
     public void run() {
-        spec.commandLine().usage(System.out);
+        Mixins.Usage.missingSubcommand(spec);
     }
 
     public static void main(String[] args) {
         System.exit(commandLine().execute(args));
     }
 
-    /** The configured command line: usage errors exit 2, {@link MtpException}s print one line and exit 3. */
+    /** The configured command line: the one place exceptions become exit codes and messages. */
     public static CommandLine commandLine() {
         CommandLine cl = new CommandLine(new MtpCommand());
+        cl.setParameterExceptionHandler(MtpCommand::usageError);
         cl.setExecutionExceptionHandler((ex, line, parseResult) -> {
-            Throwable t = ex;
-            while (t.getCause() != null && !(t instanceof MtpException)) {
-                t = t.getCause();
+            String who = line.getCommandSpec().qualifiedName();
+            String message = message(ex);
+            if (message == null) {
+                line.getErr().println(who + ": internal error, please report it with the command line and this "
+                        + "trace:");
+                ex.printStackTrace(line.getErr());
+                return EXIT_INTERNAL;
             }
-            if (t instanceof MtpException m) {
-                line.getErr().println("mtp " + line.getCommandName() + ": " + m.getMessage());
-                return EXIT_ERROR;
-            }
-            if (ex instanceof java.io.UncheckedIOException io) {
-                line.getErr().println("mtp " + line.getCommandName() + ": " + io.getMessage() + " ("
-                        + io.getCause().getMessage() + ")");
-                return EXIT_ERROR;
-            }
-            line.getErr().println("mtp " + line.getCommandName() + ": internal error, please report it with the "
-                    + "command line and this trace:");
-            ex.printStackTrace(line.getErr());
-            return EXIT_INTERNAL;
+            line.getErr().println(who + ": " + withoutStutter(line.getCommandName(), message));
+            return EXIT_ERROR;
         });
-        cl.setExitCodeExceptionMapper(ex -> EXIT_USAGE);
         return cl;
+    }
+
+    /** Picocli's rule: a usage error is exit 2. One line naming what was wrong, a suggestion, where help is. */
+    private static int usageError(CommandLine.ParameterException ex, String[] args) {
+        CommandLine line = ex.getCommandLine();
+        PrintWriter err = line.getErr();
+        String who = line.getCommandSpec().qualifiedName();
+        err.println(who + ": " + withoutStutter(line.getCommandName(), ex.getMessage()));
+        CommandLine.UnmatchedArgumentException.printSuggestions(ex, err);
+        err.println("see '" + who + " --help' for the usage");
+        err.flush();
+        return EXIT_USAGE;
+    }
+
+    /**
+     * The one-line message for bad input (exit 3), or null for a bug: an {@link MtpException} as it is; a file-system
+     * error as "PATH: what" (never a raw exception name).
+     */
+    static String message(Throwable ex) {
+        for (Throwable t = ex; t != null; t = t.getCause()) {
+            if (t instanceof MtpException m) {
+                return m.getMessage();
+            }
+        }
+        for (Throwable t = ex; t != null; t = t.getCause()) {
+            if (t instanceof IOException io) {
+                String context = ex instanceof UncheckedIOException u && u.getMessage() != null
+                        && !u.getMessage().equals(io.toString()) ? u.getMessage() + ": " : "";
+                return context + describe(io);
+            }
+        }
+        return null;
+    }
+
+    /** "PATH: no such file or directory" and the like. */
+    static String describe(IOException e) {
+        if (e instanceof FileSystemException f) {
+            String what = switch (f) {
+                case NoSuchFileException x -> "no such file or directory";
+                case AccessDeniedException x -> "permission denied";
+                case FileAlreadyExistsException x -> "already exists";
+                case DirectoryNotEmptyException x -> "directory not empty";
+                case NotDirectoryException x -> "not a directory";
+                default -> f.getReason() != null ? f.getReason() : "cannot be accessed";
+            };
+            return (f.getFile() != null ? f.getFile() : "a file") + (f.getOtherFile() != null ? " → "
+                    + f.getOtherFile() : "") + ": " + what;
+        }
+        return e.getMessage() != null ? e.getMessage() : "input/output error";
+    }
+
+    /** "convert: convert: x" → "x" after the prefix "mtp convert: ". */
+    static String withoutStutter(String command, String message) {
+        String m = message == null ? "" : message;
+        String p = command + ": ";
+        return m.startsWith(p) ? m.substring(p.length()) : m;
     }
 
     static final class Version implements CommandLine.IVersionProvider {
