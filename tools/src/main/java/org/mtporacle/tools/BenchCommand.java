@@ -84,9 +84,9 @@ final class BenchCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) { // a bad value: a usage error (exit 2), not an internal one
             throw new ParameterException(spec.commandLine(), e.getMessage(), e);
         }
+        MtpBackend b = backend.given() ? backend.resolve(null) : null; // before measuring: an unavailable one fails fast
         ProgressLine progress = new ProgressLine(quiet.quiet || json.json);
         BenchReport report = KernelBench.run(o, line -> progress.status("bench: " + line));
-        MtpBackend b = backend.given() ? backend.resolve(null) : null;
         String comparison = b == null ? null : compare(b, o.preset(), progress);
         progress.finish();
         if (json.json) {

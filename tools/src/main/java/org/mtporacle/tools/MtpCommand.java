@@ -1,18 +1,13 @@
 package org.mtporacle.tools;
 
 import org.mtporacle.api.MtpException;
+import org.mtporacle.io.IoErrors;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
-import java.nio.file.AccessDeniedException;
-import java.nio.file.DirectoryNotEmptyException;
-import java.nio.file.FileAlreadyExistsException;
-import java.nio.file.FileSystemException;
-import java.nio.file.NoSuchFileException;
-import java.nio.file.NotDirectoryException;
 
 /**
  * The {@code mtp} command: a thin shell over the library; each subcommand parses, calls and prints. The exit code
@@ -100,27 +95,10 @@ public final class MtpCommand implements Runnable {
             if (t instanceof IOException io) {
                 String context = ex instanceof UncheckedIOException u && u.getMessage() != null
                         && !u.getMessage().equals(io.toString()) ? u.getMessage() + ": " : "";
-                return context + describe(io);
+                return context + IoErrors.describe(io);
             }
         }
         return null;
-    }
-
-    /** "PATH: no such file or directory" and the like. */
-    static String describe(IOException e) {
-        if (e instanceof FileSystemException f) {
-            String what = switch (f) {
-                case NoSuchFileException x -> "no such file or directory";
-                case AccessDeniedException x -> "permission denied";
-                case FileAlreadyExistsException x -> "already exists";
-                case DirectoryNotEmptyException x -> "directory not empty";
-                case NotDirectoryException x -> "not a directory";
-                default -> f.getReason() != null ? f.getReason() : "cannot be accessed";
-            };
-            return (f.getFile() != null ? f.getFile() : "a file") + (f.getOtherFile() != null ? " → "
-                    + f.getOtherFile() : "") + ": " + what;
-        }
-        return e.getMessage() != null ? e.getMessage() : "input/output error";
     }
 
     /** "convert: convert: x" → "x" after the prefix "mtp convert: ". */

@@ -17,8 +17,8 @@ import java.util.Map;
 public record ConformReport(String tool, String created, long seed, int chains, List<String> shards, String contexts,
                             List<Entry> entries, Plan plan, List<String> missingShards) {
     public ConformReport {
-        shards = List.copyOf(shards);
-        entries = List.copyOf(entries);
+        shards = shards == null ? List.of() : List.copyOf(shards);
+        entries = entries == null ? List.of() : List.copyOf(entries);
         plan = plan == null ? Plan.unknown(shards) : plan;
         missingShards = missingShards == null ? List.of() : List.copyOf(missingShards);
     }
@@ -83,8 +83,8 @@ public record ConformReport(String tool, String created, long seed, int chains, 
                         Status status, String reason, long chainsRun, long passed, double seconds, Stats stats,
                         List<FailureRecord> failures) {
         public Entry {
-            options = Map.copyOf(options);
-            failures = List.copyOf(failures);
+            options = options == null ? Map.of() : Map.copyOf(options);
+            failures = failures == null ? List.of() : List.copyOf(failures);
         }
 
         public String key() {
@@ -102,8 +102,8 @@ public record ConformReport(String tool, String created, long seed, int chains, 
     public record FailureRecord(long chainSeed, int originalLength, List<String> shrunkActions, int actionIndex,
                                 String category, String message, Map<String, Object> details, String trace) {
         public FailureRecord {
-            shrunkActions = List.copyOf(shrunkActions);
-            details = Map.copyOf(details);
+            shrunkActions = shrunkActions == null ? List.of() : List.copyOf(shrunkActions);
+            details = details == null ? Map.of() : Map.copyOf(details);
         }
     }
 

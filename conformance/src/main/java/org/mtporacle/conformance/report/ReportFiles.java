@@ -45,21 +45,40 @@ public final class ReportFiles {
         }
     }
 
-    /** Reads a {@code report.json}; a malformed file fails with MALFORMED_FILE naming it. */
+    /** Reads a {@code report.json}; a missing or malformed file fails naming it and, for bad JSON, where. */
     public static ConformReport read(Path file) {
-        if (!Files.exists(file)) {
-            throw MtpException.invalidArgument("report " + file + ": no such file");
+        String where = "report " + file;
+        if (!Files.isRegularFile(file)) {
+            throw MtpException.invalidArgument(where + ": no such file");
         }
+        ConformReport r;
         try {
-            ConformReport r = JSON.readValue(file.toFile(), ConformReport.class);
-            if (r.entries() == null) {
-                throw MtpException.malformedFile("report " + file + ": no entries");
-            }
-            return r;
+            r = JSON.readValue(file.toFile(), ConformReport.class);
+        } catch (com.fasterxml.jackson.databind.JsonMappingException e) {
+            String at = String.join("/", e.getPath().stream().map(p -> p.getFieldName() != null ? p.getFieldName()
+                    : String.valueOf(p.getIndex())).toList());
+            throw MtpException.malformedFile(where + ": not a conform report" + (at.isEmpty() ? "" : " (at /" + at
+                    + ")"));
         } catch (IOException e) {
-            throw MtpException.malformedFile("report " + file + ": not a conform report (" + e.getMessage()
-                    .lines().findFirst().orElse("") + ")");
+            throw MtpException.malformedFile(where + ": not readable JSON (" + firstLine(e) + ")");
         }
+        if (r == null || r.tool() == null || r.created() == null) {
+            throw MtpException.malformedFile(where + ": not a conform report (no 'tool' and 'created')");
+        }
+        for (int i = 0; i < r.entries().size(); i++) {
+            ConformReport.Entry e = r.entries().get(i);
+            if (e == null || e.profile() == null || e.fixture() == null || e.status() == null || e.stats() == null) {
+                throw MtpException.malformedFile(where + ": entry " + i + " lacks its profile, fixture, status or "
+                        + "stats");
+            }
+        }
+        return r;
+    }
+
+    private static String firstLine(IOException e) {
+        String m = e instanceof com.fasterxml.jackson.core.JsonProcessingException j ? j.getOriginalMessage()
+                : e.getMessage();
+        return String.valueOf(m).lines().findFirst().orElse("");
     }
 
     /**
