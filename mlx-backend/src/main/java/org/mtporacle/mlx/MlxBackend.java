@@ -5,6 +5,7 @@ import org.mtporacle.api.BackendProfile;
 import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
+import org.mtporacle.api.Tolerance;
 import org.mtporacle.mlx.handle.MlxDiscovery;
 import org.mtporacle.mlx.handle.MlxEnvironment;
 import org.mtporacle.mlx.handle.MlxLibrary;
@@ -73,11 +74,11 @@ public final class MlxBackend implements MtpBackend {
         }
     }
 
-    /** Native precision (bf16 activations, as the seed runs) is held to {@code bf16}; f32 precision to {@code f32}. */
+    /** Native precision (bf16 activations, as the seed runs) is held to {@code Tolerance.BF16}, f32 to F32. */
     @Override
     public List<BackendProfile> profiles() {
-        return List.of(new BackendProfile("mlx/native", Map.of("precision", "native"), "bf16"),
-                new BackendProfile("mlx/f32", Map.of("precision", "f32"), "f32"));
+        return List.of(new BackendProfile("mlx/native", Map.of("precision", "native"), Tolerance.BF16),
+                new BackendProfile("mlx/f32", Map.of("precision", "f32"), Tolerance.F32));
     }
 
     @Override

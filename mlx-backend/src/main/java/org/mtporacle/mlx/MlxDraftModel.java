@@ -1,7 +1,7 @@
 package org.mtporacle.mlx;
 
 import org.mtporacle.api.DType;
-import org.mtporacle.api.DeviceBandwidth;
+import org.mtporacle.api.DeviceProbe;
 import org.mtporacle.api.DraftModel;
 import org.mtporacle.api.DraftRows;
 import org.mtporacle.api.HostTensor;
@@ -20,7 +20,7 @@ import java.util.List;
 import java.util.function.Consumer;
 
 /** A model loaded into MLX: the block's weights and the target head on one device stream, in one compute dtype. */
-public final class MlxDraftModel implements DraftModel, DeviceBandwidth {
+public final class MlxDraftModel implements DraftModel, DeviceProbe {
     /** What the block computes in. */
     public enum Precision {
         /** The weights' own float dtype (bf16 for the fixtures and published companions), as the seed does. */
@@ -176,6 +176,41 @@ public final class MlxDraftModel implements DraftModel, DeviceBandwidth {
         double[] timed = java.util.Arrays.copyOfRange(seconds, 2, seconds.length); // two warm-ups
         java.util.Arrays.sort(timed);
         return 2.0 * n * 4 / timed[timed.length / 2];
+    }
+
+    /** A chain of 256 dependent {@code x + 1} on 64 f32 values, evaluated once; the median per-op time of the chains. */
+    @Override
+    public double operationSeconds(int rounds) {
+        if (rounds < 1) {
+            throw MtpException.invalidArgument("operation cost: rounds = " + rounds + ", expected ≥ 1");
+        }
+        int chain = 256;
+        double[] seconds = new double[rounds + 2];
+        run(ops -> {
+            MlxArray one = ops.fromFloats(new float[] {1f}, 1);
+            MlxArray x0 = ops.add(ops.zeros(MlxC.MLX_FLOAT32, 64), one);
+            ops.eval(x0);
+            for (int r = 0; r < seconds.length; r++) {
+                try (MlxScope round = new MlxScope(lib)) {
+                    MlxOps in = new MlxOps(stream, round);
+                    long start = System.nanoTime();
+                    MlxArray x = x0;
+                    for (int i = 0; i < chain; i++) {
+                        x = in.add(x, one);
+                    }
+                    in.eval(x);
+                    seconds[r] = (System.nanoTime() - start) / 1e9 / chain;
+                }
+            }
+        });
+        double[] timed = java.util.Arrays.copyOfRange(seconds, 2, seconds.length);
+        java.util.Arrays.sort(timed);
+        return timed[timed.length / 2];
+    }
+
+    @Override
+    public long operations() {
+        return lib.operations();
     }
 
     @Override

@@ -4,6 +4,7 @@ import org.mtporacle.api.DraftModel;
 import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
+import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.FixtureRecipe;
 import org.mtporacle.conformance.golden.GoldenDiff;
 import org.mtporacle.conformance.golden.GoldenFiles;
@@ -11,7 +12,6 @@ import org.mtporacle.conformance.golden.GoldenModels;
 import org.mtporacle.conformance.golden.GoldenScenarios;
 import org.mtporacle.conformance.golden.GoldenTrace;
 import org.mtporacle.conformance.golden.GoldenVerifier;
-import org.mtporacle.conformance.lockstep.Tolerance;
 import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
 import org.mtporacle.reference.kernels.KernelMode;
@@ -150,7 +150,7 @@ final class GoldenCommand implements Runnable {
                 try {
                     GoldenFiles.Golden g = GoldenFiles.read(f);
                     MtpModel model = GoldenModels.resolve(g, modelDir, FixtureRecipe.defaultCache(), models);
-                    Tolerance tol = GoldenModels.tolerance(tolerance, b, g.trace());
+                    Tolerance tol = GoldenModels.tolerance(tolerance, b, backend.options, g.trace());
                     GoldenVerifier.Result r;
                     try (ReferenceDraftModel ref = ReferenceBackend.load(model, KernelMode.SCALAR,
                             Runtime.getRuntime().availableProcessors());
@@ -177,7 +177,7 @@ final class GoldenCommand implements Runnable {
             System.out.printf("%s %s: %d/%d steps, %d tokens (%d near-ties), %d checkpoints%s, tolerance %s%n",
                     r.ok() ? "ok  " : "FAIL", f, r.stepsRun(), r.steps(), r.comparedTokens(), r.nearTies(),
                     r.comparedCheckpoints(), r.digestOnly() > 0 ? " (" + r.digestOnly() + " digest-only, not "
-                            + "compared)" : "", tol.name());
+                            + "compared)" : "", tol.describe());
             if (r.offPath() > 0) {
                 System.out.println("     " + r.offPath() + " observables not compared: rows left the golden's path "
                         + "at near-ties");
@@ -186,7 +186,8 @@ final class GoldenCommand implements Runnable {
                 if (!quiet.quiet) {
                     r.lines().forEach(l -> System.out.println("     " + l));
                 }
-                r.findings().forEach(x -> System.out.println("     " + x));
+                r.findings().forEach(x -> System.out.println("     step " + x.actionIndex() + " (" + x.side() + "): "
+                        + x.message()));
             }
         }
     }

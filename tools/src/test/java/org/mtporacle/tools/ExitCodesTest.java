@@ -73,10 +73,10 @@ class ExitCodesTest {
         run("conform", "--backend", "drifting", "--fixture", "tiny", "--chains", "1", "--report", p("failing"),
                 "--quiet");
         Path passing = dir.resolve("passing-trace.json");
-        TraceFiles.write(new ChainTrace(ChainTrace.FORMAT, "tiny", "", "reference", Map.of(), "exact", 5,
+        TraceFiles.write(new ChainTrace(ChainTrace.FORMAT, "tiny", "", "reference", Map.of(), org.mtporacle.api.Tolerance.EXACT, 5,
                 List.of(new Action.Append(List.of(-1), false), new Action.Prefill(4, 1), new Action.Draft(3, 2, false),
                         new Action.Commit(Action.Acceptance.FULL, 3)), null, 4), passing);
-        TraceFiles.write(new ChainTrace(ChainTrace.FORMAT, "tiny", "", "drifting", Map.of(), "f32", 5,
+        TraceFiles.write(new ChainTrace(ChainTrace.FORMAT, "tiny", "", "drifting", Map.of(), org.mtporacle.api.Tolerance.F32, 5,
                 List.of(new Action.Append(List.of(-1), false), new Action.Prefill(4, 1), new Action.Draft(3, 2, false),
                         new Action.Commit(Action.Acceptance.FULL, 3)), null, 4), dir.resolve("drifting-trace.json"));
         String tiny = golden.resolve("tiny-lifecycle.json").toString();

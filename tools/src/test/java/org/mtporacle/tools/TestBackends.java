@@ -38,7 +38,7 @@ public final class TestBackends {
 
         @Override
         public List<BackendProfile> profiles() {
-            return List.of(new BackendProfile("drifting", Map.of(), "f32"));
+            return List.of(new BackendProfile("drifting", Map.of(), org.mtporacle.api.Tolerance.F32));
         }
 
         @Override

@@ -1,10 +1,11 @@
 package org.mtporacle.conformance.golden;
 
+import org.mtporacle.api.BackendProfile;
 import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
+import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.FixtureRecipe;
-import org.mtporacle.conformance.lockstep.Tolerance;
 import org.mtporacle.io.ModelLoader;
 
 import java.nio.file.Path;
@@ -50,26 +51,21 @@ public final class GoldenModels {
     }
 
     /**
-     * The tolerance: {@code explicit} when given; else, with a backend, its first profile's, {@code exact} read as
-     * {@code f32} because goldens hold the reference's scalar order, which a backend (even the reference in vector
-     * mode) does not reproduce bit for bit; else the golden's own.
+     * The tolerance: {@code explicit} when given; else, with a backend, the tolerance of its profile for
+     * {@code options}, an exact one read as {@code f32} because goldens hold the reference's scalar order, which a
+     * backend (even the reference in vector mode) does not reproduce bit for bit; else the golden's own.
      *
      * @throws MtpException INVALID_ARGUMENT for an unknown profile name
      */
-    public static Tolerance tolerance(String explicit, MtpBackend backend, GoldenTrace trace) {
-        String name;
+    public static Tolerance tolerance(String explicit, MtpBackend backend, Map<String, String> options,
+                                      GoldenTrace trace) {
         if (explicit != null) {
-            name = explicit;
-        } else if (backend != null) {
-            String t = backend.profiles().getFirst().tolerance();
-            name = t.equals("exact") ? "f32" : t;
-        } else {
-            name = trace.options().tolerance();
+            return Tolerance.named(explicit);
         }
-        try {
-            return Tolerance.named(name);
-        } catch (IllegalArgumentException e) {
-            throw MtpException.invalidArgument(e.getMessage());
+        if (backend != null) {
+            Tolerance t = BackendProfile.matching(backend.profiles(), options).tolerance();
+            return t.exact() ? Tolerance.F32 : t;
         }
+        return Tolerance.named(trace.options().tolerance());
     }
 }

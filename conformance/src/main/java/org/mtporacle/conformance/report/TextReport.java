@@ -40,7 +40,7 @@ public final class TextReport {
             return "";
         }
         return String.format(Locale.ROOT, "%-22s %-10s %-9s %-11s %4d/%-4d %8.1f %10.2e %10d  %s%n",
-                e.profile(), e.fixture(), e.tolerance(), e.status().name().toLowerCase(Locale.ROOT), e.passed(),
+                e.profile(), e.fixture(), e.tolerance().name(), e.status().name().toLowerCase(Locale.ROOT), e.passed(),
                 e.chainsRun(), e.seconds() == 0 ? 0 : e.chainsRun() / e.seconds(), e.stats().maxKvNmse(),
                 e.stats().nearTies(), e.numerics());
     }
@@ -48,6 +48,9 @@ public final class TextReport {
     /** Unavailable backends, the failures (first few in full), and the verdict. */
     public static String footer(ConformReport r) {
         StringBuilder sb = new StringBuilder();
+        r.entries().stream().filter(e -> e.status() != ConformReport.Status.UNAVAILABLE)
+                .map(ConformReport.Entry::tolerance).distinct().forEach(t -> sb.append(String.format(Locale.ROOT,
+                        "tolerance %s: %s%n", t.name(), t.thresholds())));
         Map<String, LinkedHashSet<String>> unavailableBy = new LinkedHashMap<>();
         for (ConformReport.Entry e : r.entries()) {
             if (e.status() == ConformReport.Status.UNAVAILABLE) {

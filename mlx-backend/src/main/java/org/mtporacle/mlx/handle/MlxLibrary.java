@@ -32,6 +32,7 @@ public final class MlxLibrary {
     private final String version;
     private final MlxThread thread;
     private final List<MlxEnvironment.Setting> environment;
+    private final java.util.concurrent.atomic.AtomicLong operations = new java.util.concurrent.atomic.AtomicLong();
     private final ThreadLocal<String> lastError = new ThreadLocal<>();
     @SuppressWarnings("unused") // keeps the upcall stub alive for the life of the process
     private MemorySegment handlerStub;
@@ -138,6 +139,15 @@ public final class MlxLibrary {
     /** The MLX environment settings in force, and whether this backend set them ({@link MlxEnvironment}). */
     public List<MlxEnvironment.Setting> environment() {
         return environment;
+    }
+
+    /** Operations (graph nodes) created through {@link MlxOps} in this process, for benchmarks. */
+    public long operations() {
+        return operations.get();
+    }
+
+    void countOperation() {
+        operations.incrementAndGet();
     }
 
     public String version() {
