@@ -48,8 +48,7 @@ public final class TextReport {
     /** Unavailable backends, the failures (first few in full), and the verdict. */
     public static String footer(ConformReport r) {
         StringBuilder sb = new StringBuilder();
-        r.entries().stream().filter(e -> e.status() != ConformReport.Status.UNAVAILABLE)
-                .map(ConformReport.Entry::tolerance).distinct().forEach(t -> sb.append(String.format(Locale.ROOT,
+        r.entries().stream().map(ConformReport.Entry::tolerance).distinct().forEach(t -> sb.append(String.format(Locale.ROOT,
                         "tolerance %s: %s%n", t.name(), t.thresholds())));
         Map<String, LinkedHashSet<String>> unavailableBy = new LinkedHashMap<>();
         for (ConformReport.Entry e : r.entries()) {
