@@ -8,6 +8,9 @@ import picocli.CommandLine.Command;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.UncheckedIOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * The {@code mtp} command: a thin shell over the library; each subcommand parses, calls and prints. The exit code
@@ -41,6 +44,11 @@ public final class MtpCommand implements Runnable {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
+    @CommandLine.Option(names = "--plugin", paramLabel = "JAR", scope = CommandLine.ScopeType.INHERIT,
+            description = "A jar or class folder with more backends (listed in " + Plugins.SERVICES
+                    + "); repeatable. " + Plugins.ENV + " adds more, separated like a class path.")
+    List<Path> plugins = new ArrayList<>();
+
     @Override
     public void run() {
         Mixins.Usage.missingSubcommand(spec);
@@ -52,8 +60,20 @@ public final class MtpCommand implements Runnable {
 
     /** The configured command line: the one place exceptions become exit codes and messages. */
     public static CommandLine commandLine() {
-        CommandLine cl = new CommandLine(new MtpCommand());
+        MtpCommand root = new MtpCommand();
+        CommandLine cl = new CommandLine(root);
         cl.setParameterExceptionHandler(MtpCommand::usageError);
+        cl.setExecutionStrategy(parseResult -> {
+            try {
+                return Plugins.run(Plugins.paths(root.plugins, System.getenv(Plugins.ENV)),
+                        () -> new CommandLine.RunLast().execute(parseResult));
+            } catch (MtpException e) {
+                CommandLine sub = parseResult.asCommandLineList().getLast();
+                sub.getErr().println(sub.getCommandSpec().qualifiedName() + ": " + withoutStutter(
+                        sub.getCommandName(), e.getMessage()));
+                return EXIT_ERROR;
+            }
+        });
         cl.setExecutionExceptionHandler((ex, line, parseResult) -> {
             String who = line.getCommandSpec().qualifiedName();
             String message = message(ex);
