@@ -13,8 +13,8 @@ import org.mtporacle.reference.kernels.KernelMode;
 import org.mtporacle.reference.kernels.Kernels;
 
 /**
- * The model loaded into the backend: here the reference's block and head over its scalar kernels. Replace them with
- * your engine's weights; {@link ExampleDraftRows} is where they are used.
+ * The model loaded into the backend: its weights in the engine's form (here the reference's block and head over
+ * scalar kernels), and the row groups opened on it.
  */
 final class ExampleDraftModel implements DraftModel {
     private final MtpModel model;
@@ -25,7 +25,7 @@ final class ExampleDraftModel implements DraftModel {
 
     ExampleDraftModel(MtpModel model) {
         this.model = model;
-        MtpWeights resident = Kernels.offHeap(model.weights());
+        MtpWeights resident = Kernels.offHeap(model.weights()); // the engine's copy of the weights
         this.block = new MtpBlock(model.config(), resident, kernels);
         this.head = new TargetHead(resident, kernels);
     }
@@ -50,6 +50,10 @@ final class ExampleDraftModel implements DraftModel {
         return rows;
     }
 
+    boolean isClosed() {
+        return closed;
+    }
+
     MtpBlock block() {
         return block;
     }
@@ -58,15 +62,9 @@ final class ExampleDraftModel implements DraftModel {
         return head;
     }
 
-    boolean isClosed() {
-        return closed;
-    }
-
     @Override
     public void close() {
-        if (!closed) {
-            closed = true;
-            kernels.close();
-        }
+        closed = true;
+        kernels.close();
     }
 }

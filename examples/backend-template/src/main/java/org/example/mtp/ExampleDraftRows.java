@@ -11,16 +11,22 @@ import org.mtporacle.reference.block.RowKv;
 import org.mtporacle.reference.sampling.DraftSampler;
 
 /**
- * The row group: storage and arithmetic only. {@link AbstractDraftRows} does the rest once for every backend: the
- * contract's checks and messages, the round's bookkeeping, prefill chunking, publishing only after every step
- * succeeded, and one call at a time (spec §11.11). Storage here is one unpadded KV cache per row and its retained
- * hidden; the arithmetic is the reference's block and head. Replace both with your engine's.
+ * A row group: the storage of every row and the arithmetic over it. {@link AbstractDraftRows} owns the rest of the
+ * row contract (spec §5): argument checks and their messages, the round's bookkeeping, prefill chunking, publishing
+ * atomically, the threading rules. The arithmetic here is the reference's block, head and sampler; an engine puts
+ * its own calls in their place.
  */
 final class ExampleDraftRows extends AbstractDraftRows<ExampleDraftRows.Rows> {
     private final ExampleDraftModel model;
     private final MtpConfig c;
 
-    /** Every row's state: its cache and its retained hidden {@code [H]} (null for a cold row). */
+    /**
+     * Every row's state, replaced (never changed) by each call except for cache positions past the committed
+     * lengths, which nothing reads.
+     *
+     * @param kv     [B] each row's KV cache (its length is only a write cursor)
+     * @param hidden [B][H] each row's retained hidden, null for a cold row
+     */
     record Rows(RowKv[] kv, float[][] hidden) {
     }
 
@@ -42,9 +48,9 @@ final class ExampleDraftRows extends AbstractDraftRows<ExampleDraftRows.Rows> {
         float[][] hidden = Arrays.copyOf(s.hidden(), kv.length);
         for (int i = 0; i < checkpoints.size(); i++) {
             RowCheckpoint cp = checkpoints.get(i);
-            int n = cp == null ? 0 : cp.processedTokens() - 1;
-            kv[b + i] = n == 0 ? new RowKv(c.numKvHeads(), c.headDim())
-                    : RowKv.of(c.numKvHeads(), c.headDim(), n, cp.keys().toFloatArray(), cp.values().toFloatArray());
+            int kept = cp == null ? 0 : cp.processedTokens() - 1;
+            kv[b + i] = kept == 0 ? new RowKv(c.numKvHeads(), c.headDim())
+                    : RowKv.of(c.numKvHeads(), c.headDim(), kept, cp.keys().toFloatArray(), cp.values().toFloatArray());
             hidden[b + i] = cp == null ? null : cp.hidden().toFloatArray();
         }
         return new Rows(kv, hidden);
@@ -61,19 +67,18 @@ final class ExampleDraftRows extends AbstractDraftRows<ExampleDraftRows.Rows> {
         return new Rows(kv, hidden);
     }
 
-    /** Forwards the selected rows only; each cache's write cursor is first set to the row's length {@code at}. */
     @Override
-    protected Rows forward(Rows s, int[] at, boolean[] rows, int[] ids, float[] hin, int n) {
+    protected Rows forward(Rows s, int[] at, boolean[] which, int[] ids, float[] hin, int n) {
         int h = c.hiddenSize();
         int count = 0;
         for (int r = 0; r < at.length; r++) {
-            count += rows == null || rows[r] ? 1 : 0;
+            count += which == null || which[r] ? 1 : 0;
         }
         int[] subIds = new int[count * n];
         float[] subHin = new float[count * n * h];
         RowKv[] kvs = new RowKv[count];
         for (int r = 0, i = 0; r < at.length; r++) {
-            if (rows == null || rows[r]) {
+            if (which == null || which[r]) {
                 System.arraycopy(ids, r * n, subIds, i * n, n);
                 System.arraycopy(hin == null ? s.hidden()[r] : hin, hin == null ? 0 : r * n * h, subHin, i * n * h,
                         n * h);
@@ -111,7 +116,7 @@ final class ExampleDraftRows extends AbstractDraftRows<ExampleDraftRows.Rows> {
         int[][] out = new int[b][depth];
         for (int t = 0; t < depth; t++) {
             float[] y = model.block().forward(model.head().embed(ids), hin, kvs, 1, null);
-            float[] lp = model.head().logProbs(y, b); // [B, V]
+            float[] lp = model.head().logProbs(y, b);
             for (int r = 0; r < b; r++) {
                 out[r][t] = DraftSampler.sample(lp, r * vocab, vocab, sampling.row(r), steps[r] + t);
                 ids[r] = out[r][t];
@@ -122,17 +127,17 @@ final class ExampleDraftRows extends AbstractDraftRows<ExampleDraftRows.Rows> {
     }
 
     @Override
-    protected RowTensors export(Rows s, int row, int length) {
+    protected RowTensors export(Rows s, int row, int kept) {
+        RowKv kv = s.kv()[row];
         int nKv = c.numKvHeads();
         int d = c.headDim();
-        RowKv kv = s.kv()[row];
-        HostTensor keys = length == 0 ? null : HostTensor.ofFloats(kv.export(true, length), 1, nKv, length, d);
-        HostTensor values = length == 0 ? null : HostTensor.ofFloats(kv.export(false, length), 1, nKv, length, d);
-        return new RowTensors(keys, values, HostTensor.ofFloats(s.hidden()[row], 1, 1, c.hiddenSize()));
+        return new RowTensors(kept == 0 ? null : HostTensor.ofFloats(kv.export(true, kept), 1, nKv, kept, d),
+                kept == 0 ? null : HostTensor.ofFloats(kv.export(false, kept), 1, nKv, kept, d),
+                HostTensor.ofFloats(s.hidden()[row], 1, 1, c.hiddenSize()));
     }
 
     @Override
     protected void release(Rows s) {
-        // heap arrays only
+        // heap arrays only; an engine frees its device buffers here
     }
 }
