@@ -69,6 +69,15 @@ final class BenchCommand implements Callable<Integer> {
             description = "Draft rounds timed per side with --backend (default: ${DEFAULT-VALUE}).")
     int rounds;
 
+    @Option(names = "--wire", description = "Only the wire-protocol benchmark: empty-call latency, 8 MiB context "
+            + "transfer, whole lockstep chains on small with the reference in process and behind `mtp serve-wire` "
+            + "(or the engine of --backend exec:...).")
+    boolean wire;
+
+    @Option(names = "--wire-chains", paramLabel = "N", defaultValue = "20",
+            description = "Chains timed per side with --wire (default: ${DEFAULT-VALUE}).")
+    int wireChains;
+
     @Option(names = "--json", description = "Print JSON instead of the table.")
     boolean json;
 
@@ -87,6 +96,14 @@ final class BenchCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), e.getMessage(), e);
         }
         ProgressLine progress = new ProgressLine(quiet || json);
+        if (wire) {
+            String engine = backend != null && backend.startsWith("exec:") ? backend.substring(5) : null;
+            WireBenchRun.Result r = WireBenchRun.run(engine, "small", wireChains, line -> progress.status("bench: "
+                    + line));
+            progress.finish();
+            System.out.print(json ? r.json() + "\n" : r.table());
+            return MtpCommand.EXIT_OK;
+        }
         BenchReport report = KernelBench.run(o, line -> progress.status("bench: " + line));
         String comparison = backend == null ? null : compare(o.preset(), progress);
         progress.finish();

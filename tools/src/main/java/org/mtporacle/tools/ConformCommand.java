@@ -68,6 +68,11 @@ final class ConformCommand implements Callable<Integer> {
             throw MtpException.invalidArgument("--max-actions " + maxActions + " must be ≥ 1");
         }
         List<MtpBackend> selected = new ArrayList<>();
+        for (String name : backends) {
+            if (MtpBackends.isFactoryName(name)) {
+                selected.add(MtpBackends.byName(name)); // exec:COMMAND, an engine in another process
+            }
+        }
         for (MtpBackend b : MtpBackends.all()) {
             boolean wanted = backends.isEmpty() || backends.contains(b.name())
                     || b.profiles().stream().anyMatch(p -> backends.contains(p.label()));

@@ -111,6 +111,18 @@ public final class ExecBackend implements MtpBackend {
         return probe();
     }
 
+    /** True when the engine's handshake says it draws seeded samples (WIRE.md §4); false when it could not be had. */
+    public boolean seededSampling() {
+        Hello h = probe();
+        return h != null && h.capabilities().seededSampling();
+    }
+
+    /** True when the engine's handshake says it loads {@code bits}-bit affine weights of {@code groupSize}. */
+    public boolean loadsAffine(int bits, int groupSize) {
+        Hello h = probe();
+        return h != null && h.capabilities().quantization().getOrDefault(bits, Set.of()).contains(groupSize);
+    }
+
     /** The per-call timeout. */
     public Duration timeout() {
         return timeout;

@@ -208,7 +208,7 @@ public final class WireServer {
         }
         ArrayNode ps = r.putArray("profiles");
         for (BackendProfile p : backend.profiles()) {
-            ObjectNode o = ps.addObject().put("label", p.label());
+            ObjectNode o = ps.addObject().put("label", p.label() + "@wire");
             ObjectNode opts = o.putObject("options");
             p.options().forEach(opts::put);
             double[] t = Hello.thresholds(p.tolerance());

@@ -80,7 +80,7 @@ class ExecSelfConsistencyTest {
     void theHandshakeCarriesTheReferencesProfile() {
         assertThat(backend.availability().available()).isTrue();
         assertThat(backend.profiles()).singleElement().satisfies(p -> {
-            assertThat(p.label()).isEqualTo("reference");
+            assertThat(p.label()).isEqualTo("reference@wire");
             assertThat(p.tolerance()).isEqualTo("exact");
         });
         assertThat(backend.description()).contains("mtp-oracle reference").contains("mtp-oracle-wire/1");

@@ -27,6 +27,9 @@ public final class TextReport {
         unavailableBy.forEach((reason, profiles) -> sb.append(String.format(Locale.ROOT, "%s: unavailable, not run: %s%n",
                 String.join(", ", new java.util.LinkedHashSet<>(profiles)), reason)));
         for (ConformReport.Entry e : r.entries()) {
+            if (e.status() == ConformReport.Status.FAILED && !e.reason().isEmpty()) {
+                sb.append(String.format(Locale.ROOT, "%nFAILED %s: %s%n", e.key(), e.reason()));
+            }
             for (ConformReport.FailureRecord f : e.failures()) {
                 sb.append(String.format(Locale.ROOT, "%nFAILED %s: %s: %s%n  at action %d of %d (%s), shrunk from %d "
                                 + "actions%n", e.key(), f.category(), f.message(), f.actionIndex(),
