@@ -127,6 +127,11 @@ final class EngineProcess implements AutoCloseable {
      * {@link MtpException} of its kind; an engine failure throws BACKEND_FAILURE and kills the process.
      */
     WireFrame call(String op, ObjectNode args, List<HostTensor> tensors) {
+        return call(op, args, tensors, timeout);
+    }
+
+    /** {@link #call} with the given timeout (hello and load: start-up and model loading, WIRE.md §6). */
+    WireFrame call(String op, ObjectNode args, List<HostTensor> tensors, Duration timeout) {
         if (failure != null) {
             throw new MtpException(MtpException.Kind.BACKEND_FAILURE, label + ": " + op + ": the engine failed "
                     + "earlier and is gone (" + failure + ")");

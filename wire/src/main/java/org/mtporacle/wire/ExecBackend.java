@@ -29,6 +29,8 @@ public final class ExecBackend implements MtpBackend {
     public static final String TIMEOUT_PROPERTY = "mtp.wire.timeout";
     /** The per-call timeout when none is set. */
     public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(60);
+    /** The least time {@code hello} and {@code load} get, whatever the per-call timeout. */
+    public static final Duration MIN_START_TIMEOUT = Duration.ofSeconds(60);
 
     private final String commandLine;
     private final List<String> command;
@@ -123,6 +125,11 @@ public final class ExecBackend implements MtpBackend {
         return h != null && h.capabilities().quantization().getOrDefault(bits, Set.of()).contains(groupSize);
     }
 
+    /** What hello and load may take: start-up and model loading, at least {@link #MIN_START_TIMEOUT}. */
+    Duration startTimeout() {
+        return timeout.compareTo(MIN_START_TIMEOUT) > 0 ? timeout : MIN_START_TIMEOUT;
+    }
+
     /** The per-call timeout. */
     public Duration timeout() {
         return timeout;
@@ -188,7 +195,7 @@ public final class ExecBackend implements MtpBackend {
         args.put("runner", "mtp-oracle " + version());
         WireFrame reply;
         try {
-            reply = e.call("hello", args, List.of());
+            reply = e.call("hello", args, List.of(), startTimeout());
         } catch (MtpException ex) {
             if (ex.kind() == MtpException.Kind.BACKEND_FAILURE) {
                 throw ex;

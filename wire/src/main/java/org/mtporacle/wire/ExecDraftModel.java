@@ -61,7 +61,7 @@ final class ExecDraftModel implements DraftModel {
             options.forEach(opts::put);
         }
         args.set("config", WireValues.config(model.config()));
-        ObjectNode r = result(e.call("load", args, List.of()));
+        ObjectNode r = result(e.call("load", args, List.of(), backend.startTimeout()));
         JsonNode m = r.get("model");
         if (m == null || !m.isIntegralNumber() || !m.canConvertToInt()) {
             throw e.violation("load", "result.model is " + m + ", expected the model handle, an int (WIRE.md §5)");

@@ -61,18 +61,18 @@ class ExecSelfConsistencyTest {
 
     @Test
     void theReferenceOverTheWireIsBitIdenticalToTheReferenceInProcessOnTiny() {
-        ChainOutcome.Stats s = campaign("tiny", 24, 1);
-        assertThat(s.comparedTokens()).as("draft tokens compared").isGreaterThan(50);
-        assertThat(s.comparedCheckpoints()).as("checkpoints compared").isGreaterThan(50);
-        assertThat(s.badCalls()).as("bad calls sent through the wire").isGreaterThan(3);
+        ChainOutcome.Stats s = campaign("tiny", 10, 1);
+        assertThat(s.comparedTokens()).as("draft tokens compared").isGreaterThan(20);
+        assertThat(s.comparedCheckpoints()).as("checkpoints compared").isGreaterThan(20);
+        assertThat(s.badCalls()).as("bad calls sent through the wire").isGreaterThan(0);
         assertThat(s.maxKvNmse()).isZero();
         assertThat(s.nearTies()).isZero();
     }
 
     @Test
     void andOnTheQuantizedTinyFixture() {
-        ChainOutcome.Stats s = campaign("tiny-q4", 6, 2);
-        assertThat(s.comparedCheckpoints()).isGreaterThan(5);
+        ChainOutcome.Stats s = campaign("tiny-q4", 3, 2);
+        assertThat(s.comparedCheckpoints()).isGreaterThan(2);
         assertThat(s.maxHiddenNmse()).isZero();
     }
 

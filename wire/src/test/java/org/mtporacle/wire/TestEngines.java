@@ -17,7 +17,6 @@ final class TestEngines {
         words.add("--add-modules");
         words.add("jdk.incubator.vector");
         words.add("-XX:+UseSerialGC");
-        words.add("-XX:TieredStopAtLevel=1");
         words.add("-Xss4m");
         words.add("-cp");
         words.add(System.getProperty("java.class.path"));
