@@ -80,7 +80,7 @@ final class TckCommand implements Callable<Integer> {
         TckSubject.configure(b, p, chains, prefillSplit);
         if (!json) {
             System.out.println("mtp tck: " + b.name() + " (profile " + p.label() + ", options " + p.options()
-                    + ", tolerance " + p.tolerance() + ")");
+                    + ", tolerance " + p.tolerance().describe() + ")");
         }
         Map<String, Rule> rules = new LinkedHashMap<>();
         Map<String, Long> started = new LinkedHashMap<>();
@@ -234,7 +234,7 @@ final class TckCommand implements Callable<Integer> {
                 + "pre{white-space:pre-wrap;margin:0}</style>");
         sb.append("<h1>mtp tck: ").append(esc(b.name())).append("</h1><p>").append(esc(b.description()))
                 .append("<br>profile ").append(esc(p.label())).append(", options ").append(esc(p.options().toString()))
-                .append(", tolerance ").append(esc(p.tolerance())).append("</p><p>").append(passed)
+                .append(", tolerance ").append(esc(p.tolerance().describe())).append("</p><p>").append(passed)
                 .append(" passed, ").append(failed).append(" failed, ").append(skipped).append(" skipped</p>")
                 .append("<table><tr><th>rule</th><th>what it checks</th><th>status</th><th>s</th><th>message</th></tr>");
         for (Rule r : rules) {

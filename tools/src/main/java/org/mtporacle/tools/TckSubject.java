@@ -3,7 +3,7 @@ package org.mtporacle.tools;
 import org.mtporacle.api.BackendProfile;
 import org.mtporacle.api.MtpBackend;
 import org.mtporacle.conformance.FixtureRecipe;
-import org.mtporacle.conformance.lockstep.Tolerance;
+import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.tck.BackendVerification;
 import org.mtporacle.wire.ExecBackend;
 
@@ -40,7 +40,7 @@ class TckSubject extends BackendVerification {
 
     @Override
     protected Tolerance tolerance() {
-        return Tolerance.named(profile.tolerance());
+        return profile.tolerance();
     }
 
     @Override

@@ -8,7 +8,7 @@ import org.mtporacle.conformance.chain.Action;
 import org.mtporacle.conformance.chain.ChainGenerator;
 import org.mtporacle.conformance.lockstep.ChainOutcome;
 import org.mtporacle.conformance.lockstep.Lockstep;
-import org.mtporacle.conformance.lockstep.Tolerance;
+import org.mtporacle.api.Tolerance;
 import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
 import org.mtporacle.wire.ExecBackend;

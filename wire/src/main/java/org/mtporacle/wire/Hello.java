@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.mtporacle.api.BackendProfile;
 import org.mtporacle.api.DType;
 import org.mtporacle.api.MtpException;
+import org.mtporacle.api.Tolerance;
 import org.mtporacle.wire.WireFrame.FramingException;
 
 import java.util.ArrayList;
@@ -23,8 +24,7 @@ record Hello(String protocol, String engineName, String engineVersion, String de
              String unavailable, List<Claim> profiles, Capabilities capabilities) {
 
     /** One claimed profile: label, load options and the tolerance thresholds it holds itself to. */
-    record Claim(String label, Map<String, String> options, String tolerance, double tokenGap, double kvNmse,
-                 double hiddenNmse) {
+    record Claim(String label, Map<String, String> options, Tolerance tolerance) {
         BackendProfile toBackendProfile() {
             return new BackendProfile(label, options, tolerance);
         }
@@ -51,20 +51,6 @@ record Hello(String protocol, String engineName, String engineVersion, String de
             }
             return null;
         }
-    }
-
-    /** The built-in tolerance profiles, WIRE.md §4: name → {tokenGap, kvNmse, hiddenNmse}. */
-    private static final Map<String, double[]> BUILT_IN = Map.of(
-            "exact", new double[] {0, 0, 0}, "f32", new double[] {1e-4, 1e-9, 0},
-            "bf16", new double[] {0.08, 2e-3, 1e-5});
-
-    /** The thresholds {tokenGap, kvNmse, hiddenNmse} of a built-in profile. */
-    static double[] thresholds(String builtIn) {
-        double[] t = BUILT_IN.get(builtIn);
-        if (t == null) {
-            throw MtpException.invalidArgument("tolerance: no built-in profile '" + builtIn + "'");
-        }
-        return t.clone();
     }
 
     /** Reads a {@code hello} result; a malformed one is the engine's protocol fault. */
@@ -106,37 +92,14 @@ record Hello(String protocol, String engineName, String engineVersion, String de
         JsonNode t = p.get("tolerance");
         String tw = where + ".tolerance";
         String tname = WireValues.text(t, "name", tw);
-        if (!tname.matches("[A-Za-z0-9._+-]{1,64}")) {
-            throw new FramingException(tw + ".name '" + tname + "' is not 1 to 64 letters, digits or . _ + -");
+        Tolerance tolerance;
+        try {
+            tolerance = new Tolerance(tname, WireValues.number(t, "tokenGap", tw), WireValues.number(t, "kvNmse", tw),
+                    WireValues.number(t, "hiddenNmse", tw)).checkDeclarable("engine profile " + label);
+        } catch (MtpException e) {
+            throw new FramingException(tw + ": " + e.getMessage() + " (WIRE.md §4)");
         }
-        double[] v = {threshold(t, "tokenGap", tw), threshold(t, "kvNmse", tw), threshold(t, "hiddenNmse", tw)};
-        double[] builtIn = BUILT_IN.get(tname);
-        if (builtIn != null && !java.util.Arrays.equals(builtIn, v)) {
-            throw new FramingException(tw + ": profile '" + tname + "' is built in with thresholds "
-                    + java.util.Arrays.toString(builtIn) + ", claimed " + java.util.Arrays.toString(v)
-                    + "; give a custom profile its own name (WIRE.md §4)");
-        }
-        double[] ceiling = BUILT_IN.get("bf16");
-        String[] names = {"tokenGap", "kvNmse", "hiddenNmse"};
-        for (int i = 0; i < 3; i++) {
-            if (v[i] > ceiling[i]) {
-                throw new FramingException(tw + "." + names[i] + " = " + v[i] + " is looser than bf16's "
-                        + ceiling[i] + "; an engine may only tighten the loosest built-in profile (WIRE.md §4)");
-            }
-        }
-        if (builtIn == null) {
-            throw new FramingException(tw + ": custom profile '" + tname + "' is not supported by this runner yet; "
-                    + "claim exact, f32 or bf16");
-        }
-        return new Claim(label, Map.copyOf(options), tname, v[0], v[1], v[2]);
-    }
-
-    private static double threshold(JsonNode t, String key, String where) throws FramingException {
-        double d = WireValues.number(t, key, where);
-        if (!Double.isFinite(d) || d < 0) {
-            throw new FramingException(where + "." + key + " = " + d + ", expected a finite number ≥ 0");
-        }
-        return d;
+        return new Claim(label, Map.copyOf(options), tolerance);
     }
 
     private static Capabilities capabilities(JsonNode c) throws FramingException {

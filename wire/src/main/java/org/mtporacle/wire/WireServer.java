@@ -211,9 +211,8 @@ public final class WireServer {
             ObjectNode o = ps.addObject().put("label", p.label() + "@wire");
             ObjectNode opts = o.putObject("options");
             p.options().forEach(opts::put);
-            double[] t = Hello.thresholds(p.tolerance());
-            o.putObject("tolerance").put("name", p.tolerance()).put("tokenGap", t[0]).put("kvNmse", t[1])
-                    .put("hiddenNmse", t[2]);
+            o.putObject("tolerance").put("name", p.tolerance().name()).put("tokenGap", p.tolerance().tokenGap())
+                    .put("kvNmse", p.tolerance().kvNmse()).put("hiddenNmse", p.tolerance().hiddenNmse());
         }
         ObjectNode c = r.putObject("capabilities");
         c.put("seededSampling", true);

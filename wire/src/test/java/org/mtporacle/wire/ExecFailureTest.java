@@ -12,7 +12,7 @@ import org.mtporacle.conformance.FixtureRecipe;
 import org.mtporacle.conformance.chain.Action;
 import org.mtporacle.conformance.lockstep.ChainOutcome;
 import org.mtporacle.conformance.lockstep.Lockstep;
-import org.mtporacle.conformance.lockstep.Tolerance;
+import org.mtporacle.api.Tolerance;
 import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
 
@@ -65,10 +65,10 @@ class ExecFailureTest {
     @Test
     void anEngineThatHangsIsStoppedAtThePerCallTimeout() {
         long start = System.nanoTime();
-        ChainOutcome[] out = twoChains("hang", Duration.ofMillis(1500));
+        ChainOutcome[] out = twoChains("hang", Duration.ofSeconds(5));
         double seconds = (System.nanoTime() - start) / 1e9;
         assertThat(out[0].passed()).isFalse();
-        assertThat(out[0].divergence().message()).contains("no reply within 1500 ms")
+        assertThat(out[0].divergence().message()).contains("no reply within 5 s")
                 .contains("fake engine: hanging in prefill");
         assertThat(out[1].passed()).as("%s", out[1].divergence()).isTrue();
         assertThat(seconds).as("one timeout, not a hang").isLessThan(60);

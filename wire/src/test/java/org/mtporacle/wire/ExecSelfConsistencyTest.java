@@ -11,7 +11,7 @@ import org.mtporacle.conformance.FixtureRecipe;
 import org.mtporacle.conformance.chain.ChainGenerator;
 import org.mtporacle.conformance.lockstep.ChainOutcome;
 import org.mtporacle.conformance.lockstep.Lockstep;
-import org.mtporacle.conformance.lockstep.Tolerance;
+import org.mtporacle.api.Tolerance;
 import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
 
@@ -81,7 +81,7 @@ class ExecSelfConsistencyTest {
         assertThat(backend.availability().available()).isTrue();
         assertThat(backend.profiles()).singleElement().satisfies(p -> {
             assertThat(p.label()).isEqualTo("reference@wire");
-            assertThat(p.tolerance()).isEqualTo("exact");
+            assertThat(p.tolerance()).isEqualTo(Tolerance.EXACT);
         });
         assertThat(backend.description()).contains("mtp-oracle reference").contains("mtp-oracle-wire/1");
     }

@@ -10,9 +10,8 @@ import org.mtporacle.conformance.Campaign;
 import org.mtporacle.conformance.FixtureRecipe;
 import org.mtporacle.conformance.chain.ChainGenerator;
 import org.mtporacle.conformance.lockstep.ChainOutcome;
-import org.mtporacle.conformance.lockstep.Divergence;
 import org.mtporacle.conformance.lockstep.Lockstep;
-import org.mtporacle.conformance.lockstep.Tolerance;
+import org.mtporacle.api.Tolerance;
 import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
 
@@ -77,7 +76,7 @@ class PythonAdapterTest {
 
     private ChainOutcome.Stats lockstep(String fixture, int chains, long seed) {
         ExecBackend b = new ExecBackend(exec(NUMPY), Duration.ofSeconds(120));
-        Tolerance tol = Tolerance.named(b.profiles().getFirst().tolerance());
+        Tolerance tol = b.profiles().getFirst().tolerance();
         assertThat(tol.name()).isEqualTo("f32");
         MtpModel model = FixtureRecipe.named(fixture).load(TestEngines.fixtureCache());
         ChainGenerator gen = new ChainGenerator(ChainGenerator.Limits.defaults());
@@ -115,7 +114,7 @@ class PythonAdapterTest {
             Campaign.Result r = Campaign.run(settings, oracle, subject, (done, total, passed) -> { });
             assertThat(r.failures()).as("the broken copy must fail some chain").isNotEmpty();
             Campaign.Failure f = r.failures().getFirst();
-            assertThat(f.divergence().category()).isEqualTo(Divergence.Category.CHECKPOINT);
+            assertThat(f.divergence().category().name()).isEqualTo("CHECKPOINT");
             assertThat(f.shrunk().size()).as("shrunk chain %s", f.shrunk()).isLessThanOrEqualTo(6)
                     .isLessThan(f.originalLength() + 1);
             assertThat(List.copyOf(f.shrunk()).toString()).contains("Commit");

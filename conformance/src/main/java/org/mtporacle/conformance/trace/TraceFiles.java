@@ -6,9 +6,10 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.mtporacle.api.MtpException;
+import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.chain.Action;
 import org.mtporacle.conformance.chain.BadCall;
-import org.mtporacle.conformance.lockstep.Divergence;
+import org.mtporacle.conformance.compare.Divergence;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -35,7 +36,9 @@ public final class TraceFiles {
         root.put("modelIdentity", t.modelIdentity());
         root.put("backend", t.backend());
         root.set("backendOptions", JSON.valueToTree(t.backendOptions()));
-        root.put("tolerance", t.tolerance());
+        root.put("tolerance", t.tolerance().name());
+        root.putObject("thresholds").put("tokenGap", t.tolerance().tokenGap())
+                .put("kvNmse", t.tolerance().kvNmse()).put("hiddenNmse", t.tolerance().hiddenNmse());
         root.put("seed", t.seed());
         root.put("originalLength", t.originalLength());
         ArrayNode actions = root.putArray("actions");
@@ -45,6 +48,7 @@ public final class TraceFiles {
         if (t.divergence() != null) {
             ObjectNode d = root.putObject("divergence");
             d.put("action", t.divergence().actionIndex());
+            d.put("kind", t.divergence().kind().name());
             d.put("category", t.divergence().category().name());
             d.put("message", t.divergence().message());
             d.set("details", JSON.valueToTree(t.divergence().details()));
@@ -95,17 +99,18 @@ public final class TraceFiles {
                 det.fields().forEachRemaining(e -> details.put(e.getKey(), e.getValue().isNumber()
                         ? e.getValue().numberValue() : e.getValue().asText()));
             }
-            Divergence.Category cat;
+            Divergence.Kind kind;
             try {
-                cat = Divergence.Category.valueOf(text(d, "category", where + ": divergence"));
+                kind = Divergence.kindOf(d.has("kind") ? text(d, "kind", where + ": divergence") : null,
+                        text(d, "category", where + ": divergence"));
             } catch (IllegalArgumentException e) {
-                throw MtpException.malformedFile(where + ": divergence.category is not a known category");
+                throw MtpException.malformedFile(where + ": divergence.kind or .category is not a known one");
             }
-            div = new Divergence(integer(d, "action", where + ": divergence"), cat,
-                    text(d, "message", where + ": divergence"), details);
+            div = new Divergence(kind, integer(d, "action", where + ": divergence"), "backend",
+                    -1, -1, new Divergence.RecordedEvidence(details), text(d, "message", where + ": divergence"));
         }
         return new ChainTrace(format, text(root, "fixture", where), optText(root, "modelIdentity"),
-                text(root, "backend", where), options, text(root, "tolerance", where), longValue(root, "seed", where),
+                text(root, "backend", where), options, tolerance(root, where), longValue(root, "seed", where),
                 actions, div, root.path("originalLength").asInt(actions.size()));
     }
 
@@ -179,6 +184,33 @@ public final class TraceFiles {
             }
             default -> throw MtpException.malformedFile(where + ": unknown op '" + op + "'");
         };
+    }
+
+    /** The trace's profile: {@code thresholds} when present (any profile), else the built-in one it names. */
+    private static Tolerance tolerance(JsonNode root, String where) {
+        String name = text(root, "tolerance", where);
+        JsonNode th = root.get("thresholds");
+        try {
+            if (th == null) {
+                return Tolerance.named(name);
+            }
+            if (!th.isObject()) {
+                throw MtpException.malformedFile(where + ": 'thresholds' must be an object");
+            }
+            return new Tolerance(name, number(th, "tokenGap", where + ": thresholds"),
+                    number(th, "kvNmse", where + ": thresholds"), number(th, "hiddenNmse", where + ": thresholds"));
+        } catch (MtpException e) {
+            throw e.kind() == MtpException.Kind.MALFORMED_FILE ? e : MtpException.malformedFile(where + ": "
+                    + e.getMessage());
+        }
+    }
+
+    private static double number(JsonNode n, String field, String where) {
+        JsonNode v = n.get(field);
+        if (v == null || !v.isNumber()) {
+            throw MtpException.malformedFile(where + ": '" + field + "' must be a number");
+        }
+        return v.doubleValue();
     }
 
     private static String text(JsonNode n, String field, String where) {
