@@ -1,6 +1,7 @@
 package org.mtporacle.tools;
 
 import org.mtporacle.api.DraftModel;
+import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
 import org.mtporacle.conformance.Campaign;
 import org.mtporacle.conformance.FixtureRecipe;
@@ -80,9 +81,11 @@ final class WireBenchRun {
                 progress.accept("wire: " + chains + " chains on " + fixture + " in process");
                 in = time(new Lockstep(oracle, local, Tolerance.EXACT), chainList);
             }
-            try (DraftModel remote = new ExecBackend(command, Duration.ofSeconds(120)).load(model, Map.of())) {
+            ExecBackend exec = new ExecBackend(command, Duration.ofSeconds(120));
+            Tolerance claimed = exec.profiles().getFirst().tolerance(); // exact for the reference, the engine's claim
+            try (DraftModel remote = exec.load(model, exec.profiles().getFirst().options())) {
                 progress.accept("wire: " + chains + " chains on " + fixture + " over the wire");
-                wire = time(new Lockstep(oracle, remote, Tolerance.EXACT), chainList);
+                wire = time(new Lockstep(oracle, remote, claimed), chainList);
             }
             return new Result(p, chains, in, wire);
         }
@@ -95,8 +98,10 @@ final class WireBenchRun {
         long s = System.nanoTime();
         for (int i = 0; i < chains.size(); i++) {
             ChainOutcome o = l.run(i, chains.get(i));
-            if (!o.passed()) {
-                throw new IllegalStateException("bench --wire: chain " + i + " diverged: " + o.divergence());
+            if (!o.passed()) { // a diverging chain stops early, so its time would not compare
+                throw new MtpException(MtpException.Kind.BACKEND_FAILURE, "bench --wire: chain " + i
+                        + " diverged, so the chain times would not compare (run mtp conform on it): "
+                        + o.divergence().message());
             }
         }
         return (System.nanoTime() - s) / 1e9;

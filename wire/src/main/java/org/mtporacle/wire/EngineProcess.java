@@ -136,6 +136,15 @@ final class EngineProcess implements AutoCloseable {
             throw new MtpException(MtpException.Kind.BACKEND_FAILURE, label + ": " + op + ": the engine failed "
                     + "earlier and is gone (" + failure + ")");
         }
+        for (int i = 0; i < tensors.size(); i++) {
+            // the one check the runner makes itself: bytes it cannot read cannot be sent (WIRE.md §8)
+            var data = tensors.get(i).data();
+            if (!data.scope().isAlive() || !data.isAccessibleBy(Thread.currentThread())) {
+                throw MtpException.invalidArgument(op + ": tensor " + i + " (" + tensors.get(i).describe()
+                        + ") cannot be read here: its memory was released or is confined to another thread, so it "
+                        + "cannot be sent to the engine");
+            }
+        }
         long id = nextId++;
         ObjectNode header = WireValues.NODES.objectNode();
         header.put("id", id);
