@@ -2,7 +2,7 @@ package org.mtporacle.tools;
 
 import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.MtpBackends;
-import org.mtporacle.api.MtpException;
+import org.mtporacle.conformance.BackendSelection;
 import org.mtporacle.io.ModelLoader;
 import org.mtporacle.wire.WireServer;
 import picocli.CommandLine.Command;
@@ -19,20 +19,21 @@ import java.util.concurrent.Callable;
                 "Run by a runner, not by hand: `mtp conform --backend exec:'./mtp serve-wire --backend reference'`. "
                         + "Standard output carries only frames; logs go to standard error."})
 final class ServeWireCommand implements Callable<Integer> {
+    @picocli.CommandLine.Spec
+    picocli.CommandLine.Model.CommandSpec spec;
+
     @Option(names = "--backend", paramLabel = "NAME", defaultValue = "reference",
             description = "The backend to serve (default: ${DEFAULT-VALUE}).")
     String backend;
 
     @Override
     public Integer call() throws Exception {
+        Mixins.Usage.require(spec, !MtpBackends.isFactoryName(backend), "--backend " + backend + ": an engine over "
+                + "the wire already; serve an in-process backend (known: " + String.join(", ",
+                MtpBackends.all().stream().map(MtpBackend::name).toList()) + ")");
+        MtpBackend b = Mixins.Usage.lookup(spec, () -> BackendSelection.byName(backend));
         PrintStream frames = new PrintStream(new FileOutputStream(FileDescriptor.out), false);
         System.setOut(System.err); // anything else printed goes to the log, never between frames
-        MtpBackend b = MtpBackends.byName(backend);
-        if (backend.startsWith("exec:")) {
-            throw MtpException.invalidArgument("serve-wire: --backend " + backend + " is itself an engine over the "
-                    + "wire; serve an in-process backend (known: " + String.join(", ",
-                    MtpBackends.all().stream().map(MtpBackend::name).toList()) + ")");
-        }
         new WireServer(b, ModelLoader::load, System.err).serve(System.in, frames);
         return MtpCommand.EXIT_OK;
     }

@@ -15,6 +15,7 @@ import org.mtporacle.api.BackendProfile;
 import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.MtpBackends;
 import org.mtporacle.api.MtpException;
+import org.mtporacle.conformance.BackendSelection;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -39,6 +40,9 @@ import static org.junit.platform.engine.discovery.DiscoverySelectors.selectClass
                 "Works for in-process backends and for engines in another language: --backend exec:'COMMAND ARGS'. "
                         + "Exit 0 when no rule failed, 1 otherwise."})
 final class TckCommand implements Callable<Integer> {
+    @picocli.CommandLine.Spec
+    picocli.CommandLine.Model.CommandSpec spec;
+
     @Option(names = "--backend", paramLabel = "NAME", required = true,
             description = "The backend, a profile label, or exec:'COMMAND ARGS'.")
     String backend;
@@ -69,14 +73,11 @@ final class TckCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        if (chains < 1) {
-            throw MtpException.invalidArgument("--chains " + chains + " must be ≥ 1");
-        }
-        if (prefillSplit < 2) {
-            throw MtpException.invalidArgument("--prefill-split " + prefillSplit + " must be ≥ 2");
-        }
-        MtpBackend b = resolve();
-        BackendProfile p = profile(b);
+        Mixins.Usage.require(spec, chains >= 1, "--chains " + chains + ": must be ≥ 1");
+        Mixins.Usage.require(spec, prefillSplit >= 2, "--prefill-split " + prefillSplit + ": must be ≥ 2");
+        MtpBackend b = Mixins.Usage.lookup(spec, this::resolve);
+        BackendProfile p = Mixins.Usage.lookup(spec, () -> profile(b));
+        BackendSelection.requireAvailable(b); // asked for by name: unavailable is exit 3, not a run of skips
         TckSubject.configure(b, p, chains, prefillSplit);
         if (!json) {
             System.out.println("mtp tck: " + b.name() + " (profile " + p.label() + ", options " + p.options()
@@ -189,6 +190,7 @@ final class TckCommand implements Callable<Integer> {
         if (MtpBackends.isFactoryName(backend)) {
             return MtpBackends.byName(backend);
         }
+        // a backend name or one of its profile labels
         for (MtpBackend b : MtpBackends.all()) {
             if (b.name().equals(backend) || b.profiles().stream().anyMatch(p -> p.label().equals(backend))) {
                 if (profileLabel == null && !b.name().equals(backend)) {
@@ -197,7 +199,7 @@ final class TckCommand implements Callable<Integer> {
                 return b;
             }
         }
-        return MtpBackends.byName(backend); // fails naming the known backends
+        return BackendSelection.byName(backend); // fails naming the known backends and profiles
     }
 
     private BackendProfile profile(MtpBackend b) {
