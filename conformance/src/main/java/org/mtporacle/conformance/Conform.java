@@ -103,7 +103,8 @@ public final class Conform {
                     model.identity(), tol, subject.numerics(), r.ok() ? ConformReport.Status.PASSED
                     : ConformReport.Status.FAILED, "", r.chainsRun(), r.passed(), r.seconds(),
                     new ConformReport.Stats(st.comparedTokens(), st.nearTies(), st.comparedCheckpoints(),
-                            st.maxKvNmse(), st.maxHiddenNmse(), st.badCalls(), st.maxNearTieGap()), failures);
+                            st.maxKvNmse(), st.maxHiddenNmse(), st.badCalls(), st.maxNearTieGap(),
+                            ConformReport.GapData.of(st.gaps())), failures);
         }
     }
 
@@ -111,7 +112,7 @@ public final class Conform {
                                                    Tolerance tol, String reason) {
         return new ConformReport.Entry(b.name(), p.label(), p.options(), fx.name(), fx.describe(), model.identity(),
                 tol, "", ConformReport.Status.UNAVAILABLE, reason, 0, 0, 0,
-                new ConformReport.Stats(0, 0, 0, 0, 0, 0, 0), List.of());
+                ConformReport.Stats.none(), List.of());
     }
 
     static String version() {

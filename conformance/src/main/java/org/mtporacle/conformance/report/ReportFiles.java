@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import org.mtporacle.api.MtpException;
+import org.mtporacle.conformance.compare.GapHistogram;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -88,6 +89,17 @@ public final class ReportFiles {
                 new ArrayList<>(shards), first.contexts(), new ArrayList<>(merged.values()));
     }
 
+    /** The sum of two entries' gap counts; when either is missing or of other bins, the one that is not. */
+    private static ConformReport.GapData sum(ConformReport.GapData a, ConformReport.GapData b) {
+        GapHistogram x = a == null ? null : a.histogram();
+        GapHistogram y = b == null ? null : b.histogram();
+        if (x == null || y == null) {
+            return x == null ? b : a;
+        }
+        x.addAll(y);
+        return ConformReport.GapData.of(x);
+    }
+
     private static ConformReport.Entry combine(ConformReport.Entry a, ConformReport.Entry b) {
         if (a.status() == ConformReport.Status.UNAVAILABLE) {
             return b;
@@ -102,7 +114,7 @@ public final class ReportFiles {
         ConformReport.Stats s = new ConformReport.Stats(x.comparedTokens() + y.comparedTokens(),
                 x.nearTies() + y.nearTies(), x.comparedCheckpoints() + y.comparedCheckpoints(),
                 Math.max(x.maxKvNmse(), y.maxKvNmse()), Math.max(x.maxHiddenNmse(), y.maxHiddenNmse()),
-                x.badCalls() + y.badCalls(), Math.max(x.maxNearTieGap(), y.maxNearTieGap()));
+                x.badCalls() + y.badCalls(), Math.max(x.maxNearTieGap(), y.maxNearTieGap()), sum(x.gaps(), y.gaps()));
         ConformReport.Status st = f.isEmpty() ? ConformReport.Status.PASSED : ConformReport.Status.FAILED;
         return new ConformReport.Entry(a.backend(), a.profile(), a.options(), a.fixture(), a.fixtureRecipe(),
                 a.modelIdentity(), a.tolerance(), a.numerics(), st, a.reason(), a.chainsRun() + b.chainsRun(),

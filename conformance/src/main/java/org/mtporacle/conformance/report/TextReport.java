@@ -1,5 +1,8 @@
 package org.mtporacle.conformance.report;
 
+import org.mtporacle.conformance.compare.GapCalibration;
+import org.mtporacle.conformance.compare.GapHistogram;
+
 import java.util.Locale;
 
 /** The console summary of a report: one line per entry, then each failure with its divergence and trace. */
@@ -26,6 +29,12 @@ public final class TextReport {
         }
         r.entries().stream().map(ConformReport.Entry::tolerance).distinct().forEach(t -> sb.append(String.format(
                 Locale.ROOT, "tolerance %s: %s%n", t.name(), t.thresholds())));
+        for (ConformReport.Entry e : r.entries()) {
+            String line = nearTieData(e);
+            if (line != null) {
+                sb.append("near-tie data ").append(e.key()).append(": ").append(line).append('\n');
+            }
+        }
         unavailableBy.forEach((reason, profiles) -> sb.append(String.format(Locale.ROOT, "%s: unavailable, not run: %s%n",
                 String.join(", ", new java.util.LinkedHashSet<>(profiles)), reason)));
         for (ConformReport.Entry e : r.entries()) {
@@ -46,5 +55,21 @@ public final class TextReport {
         sb.append(String.format(Locale.ROOT, "%n%s: %d entries passed, %d failed, %d unavailable%n",
                 failed == 0 ? "OK" : "FAILED", r.entries().size() - failed - unavailable, failed, unavailable));
         return sb.toString();
+    }
+
+    /**
+     * What an entry's greedy gaps imply ({@link GapCalibration}) for a campaign of
+     * {@link GapCalibration#CAMPAIGN_CHAINS} chains like it; null when the backend never differed or the entry has no
+     * gap data.
+     */
+    static String nearTieData(ConformReport.Entry e) {
+        GapHistogram h = e.stats() == null || e.stats().gaps() == null ? null : e.stats().gaps().histogram();
+        if (h == null || h.differing() == 0 || e.chainsRun() == 0) {
+            return null;
+        }
+        double positions = (double) h.positions() / e.chainsRun() * GapCalibration.CAMPAIGN_CHAINS;
+        return GapCalibration.of(h).describe(positions, GapCalibration.EXPECTED_FALSE_FAILURES)
+                + String.format(Locale.ROOT, " (%d chains; profile allows %s)", GapCalibration.CAMPAIGN_CHAINS,
+                e.tolerance().tokenGap());
     }
 }

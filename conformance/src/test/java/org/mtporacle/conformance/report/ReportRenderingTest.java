@@ -17,7 +17,11 @@ class ReportRenderingTest {
     Path dir;
 
     private static ConformReport.Entry entry(String shard, boolean failed) {
-        ConformReport.Stats s = new ConformReport.Stats(100, 3, 40, 1.5e-4, 0, 7, 0.05);
+        org.mtporacle.conformance.compare.GapHistogram gaps = new org.mtporacle.conformance.compare.GapHistogram();
+        gaps.add(0.01, true);
+        gaps.add(0.2, false);
+        ConformReport.Stats s = new ConformReport.Stats(100, 3, 40, 1.5e-4, 0, 7, 0.05,
+                ConformReport.GapData.of(gaps));
         List<ConformReport.FailureRecord> f = failed ? List.of(new ConformReport.FailureRecord(77, 21,
                 List.of("append [-1]", "prefill L=3 seed=1", "draft depth=2 greedy seed=2"), 2, "DRAFT_TOKEN",
                 "row 0 position 1: backend drafted 5, reference 9 <gap>", Map.of("row", 0, "gap", 0.5),
@@ -31,7 +35,7 @@ class ReportRenderingTest {
     void aFailureIsRenderedWithItsChainDetailsAndReplayCommand() {
         ConformReport r = new ConformReport("t", "now", 1, 20, List.of("1/2"), "synthetic", List.of(entry("a", true),
                 new ConformReport.Entry("x", "x", Map.of(), "tiny", "", "", CUSTOM, "", ConformReport.Status.UNAVAILABLE,
-                        "library not found — set X", 0, 0, 0, new ConformReport.Stats(0, 0, 0, 0, 0, 0, 0),
+                        "library not found — set X", 0, 0, 0, ConformReport.Stats.none(),
                         List.of())));
         String text = TextReport.render(r);
         assertThat(text).contains("FAILED mlx/native @ tiny: DRAFT_TOKEN: row 0 position 1")
@@ -56,6 +60,10 @@ class ReportRenderingTest {
         assertThat(e.failures()).hasSize(1);
         assertThat(e.status()).isEqualTo(ConformReport.Status.FAILED);
         assertThat(e.stats().comparedTokens()).isEqualTo(200);
+        assertThat(e.stats().gaps().histogram().positions()).as("gap counts add up across shards").isEqualTo(4);
+        assertThat(e.stats().gaps().histogram().differing()).isEqualTo(2);
+        assertThat(TextReport.render(merged)).contains("near-tie data mlx/native @ tiny: 4 greedy positions, "
+                + "2 differing (largest gap 0.0100)");
         assertThat(e.tolerance()).as("the profile, thresholds included, survives report.json").isEqualTo(Tolerance.BF16);
         assertThat(merged.shards()).containsExactly("1/2", "2/2");
         assertThat(merged.ok()).isFalse();
