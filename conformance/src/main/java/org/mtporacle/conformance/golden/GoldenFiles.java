@@ -134,6 +134,13 @@ public final class GoldenFiles {
         }
         Map<String, HostTensor> tensors = new LinkedHashMap<>();
         try (SafetensorsFile f = SafetensorsFile.open(st)) {
+            for (Map.Entry<String, String> m : Map.of("format", GoldenTrace.FORMAT, "golden", trace.name()).entrySet()) {
+                if (!m.getValue().equals(f.metadata().get(m.getKey()))) {
+                    throw MtpException.malformedFile(where + ": " + trace.tensorsFile() + " __metadata__." + m.getKey()
+                            + " = " + quoted(f.metadata().get(m.getKey())) + ", expected '" + m.getValue()
+                            + "' (golden/README.md)");
+                }
+            }
             for (String n : f.names()) {
                 tensors.put(n, f.tensor(n).copy());
             }
@@ -145,6 +152,12 @@ public final class GoldenFiles {
             jsonBytes = -1;
         }
         return new Golden(file, trace, tensors, jsonBytes, bytes.length);
+    }
+
+    /** {@code v} as a JSON string (control characters escaped, at most 80 characters kept), or "absent". */
+    private static String quoted(String v) {
+        return v == null ? "absent" : new com.fasterxml.jackson.databind.node.TextNode(v.length() > 80
+                ? v.substring(0, 80) + "…" : v).toString();
     }
 
     /** The JSON object of {@code file} without checking checksums (for diff and inspect of damaged files). */

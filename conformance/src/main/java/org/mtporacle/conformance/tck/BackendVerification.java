@@ -113,6 +113,11 @@ public abstract class BackendVerification implements BackendRules {
         return 2050;
     }
 
+    /** How many §11.11 overlap trials to run (two prefills racing on one group each). */
+    protected int overlapTrials() {
+        return 40;
+    }
+
     /** Where fixtures are cached. */
     protected Path fixtureCache() {
         return FixtureRecipe.defaultCache();
@@ -291,14 +296,13 @@ public abstract class BackendVerification implements BackendRules {
                         assertThat(e.kind()).as("%s in state %s: %s", call, setup, e.getMessage())
                                 .isEqualTo(call.expectedKind());
                         assertThat(e.getMessage()).as("%s message names the call", call)
-                                .matches("^(append|filterRows|prefill|draft|commit|capture): .+");
+                                .matches("^(append|filterRows|prefill|draft|commit|capture|sampler|sampling): .+");
                     }
                     assertThat(g.rowCount()).as("%s in %s: row count unchanged", call, setup).isEqualTo(rows);
                     List<RowCheckpoint> after = captureAll(g, shape);
                     for (int r = 0; r < before.size(); r++) {
-                        RowCheckpoint a = before.get(r);
-                        assertThat(a == null ? after.get(r) == null : a.contentEquals(after.get(r)))
-                                .as("%s in %s: row %d unchanged", call, setup, r).isTrue();
+                        assertIdentical(call + " in " + setup + ": row " + r + " after the refused call", after.get(r),
+                                before.get(r));
                     }
                     checked++;
                     break;
@@ -329,7 +333,9 @@ public abstract class BackendVerification implements BackendRules {
             setup.prepare(g, m);
             g.close();
             g.close(); // idempotent
-            assertThat(g.isClosed()).as("%s: isClosed after close", setup).isTrue();
+            if (!g.isClosed()) {
+                fail(setup + ": isClosed() is false after close() (spec §11.1)");
+            }
             int b = Math.max(1, g.rowCount());
             List<Map.Entry<String, Runnable>> calls = List.of(
                     Map.entry("append", () -> g.append(List.of(cp))),
@@ -360,12 +366,121 @@ public abstract class BackendVerification implements BackendRules {
     }
 
     @Test
-    @DisplayName("§9.2 calls from another thread (backend-specific; not checked)")
+    @DisplayName("§11.11 a group whose model was closed refuses every call")
     @Override
-    public void untested_s9_2_callsFromAnotherThread() {
-        Assumptions.abort("untested: the contract does not confine a group to a thread (the reference accepts calls "
-                + "from any thread, one at a time); a backend that confines its device state to a thread must refuse "
-                + "other threads with ILLEGAL_STATE and test that itself");
+    public void required_s11_11_closedModelRefusesEveryCall() {
+        MtpModel m = model(denseFixture());
+        DraftModel d = subject(denseFixture());
+        int h = m.config().hiddenSize();
+        DraftRows g = d.openRows(Arrays.asList(null, null));
+        prefill(g, m, 3, 51);
+        RowCheckpoint cp = g.capture(0);
+        d.close();
+        List<Map.Entry<String, Runnable>> calls = List.of(
+                Map.entry("append", () -> g.append(List.of(cp))),
+                Map.entry("filterRows", () -> g.filterRows(new int[] {1, 0})),
+                Map.entry("prefill", () -> prefill(g, m, 2, 52)),
+                Map.entry("draft", () -> g.draft(new int[2], 1, new long[2], DraftSampling.greedy(2))),
+                Map.entry("commit", () -> g.commit(new int[2], ChainData.hiddens(new SplittableRandom(53), 2, 2, h))),
+                Map.entry("capture", () -> g.capture(0)));
+        for (Map.Entry<String, Runnable> call : calls) {
+            try {
+                call.getValue().run();
+                fail(call.getKey() + " on a group whose model was closed was accepted");
+            } catch (MtpException e) {
+                assertThat(e.kind()).as("%s after the model closed: %s", call.getKey(), e.getMessage())
+                        .isEqualTo(MtpException.Kind.ILLEGAL_STATE);
+                assertThat(e.getMessage()).as("%s message names the call", call.getKey())
+                        .startsWith(call.getKey() + ": ");
+            } catch (RuntimeException e) {
+                fail(call.getKey() + " on a group whose model was closed threw " + e + ", expected ILLEGAL_STATE");
+            }
+        }
+        assertThat(g.rowCount()).as("row count after the refused calls").isEqualTo(2);
+        g.close();
+        assertThat(g.isClosed()).isTrue();
+    }
+
+    @Test
+    @DisplayName("§11.11 overlapping calls from two threads are refused or serialised, never corrupt a group")
+    @Override
+    public void stochastic_s11_11_overlappingCallsNeverCorrupt() {
+        MtpModel m = model(denseFixture());
+        DraftModel d = subject(denseFixture());
+        int v = m.config().vocabSize();
+        int h = m.config().hiddenSize();
+        ChainData.PrefillArgs first = ChainData.prefill(71, 2, 3, v, h);
+        ChainData.PrefillArgs a = ChainData.prefill(72, 2, 48, v, h);
+        ChainData.PrefillArgs b = ChainData.prefill(73, 2, 40, v, h);
+        // the states a sequential order can leave: a then b, b then a, a alone, b alone
+        Map<String, List<RowCheckpoint>> sequential = new java.util.LinkedHashMap<>();
+        for (String order : List.of("ab", "ba", "a", "b")) {
+            try (DraftRows g = d.openRows(Arrays.asList(null, null))) {
+                g.prefill(first.tokens(), first.context());
+                for (char c : order.toCharArray()) {
+                    ChainData.PrefillArgs p = c == 'a' ? a : b;
+                    g.prefill(p.tokens(), p.context());
+                }
+                sequential.put(order, List.of(g.capture(0), g.capture(1)));
+            }
+        }
+        int refused = 0;
+        for (int trial = 0; trial < overlapTrials(); trial++) {
+            try (DraftRows g = d.openRows(Arrays.asList(null, null))) {
+                g.prefill(first.tokens(), first.context());
+                java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(2);
+                Throwable[] outcome = new Throwable[2];
+                Thread[] threads = new Thread[2];
+                for (int t = 0; t < 2; t++) {
+                    ChainData.PrefillArgs p = t == 0 ? a : b;
+                    int slot = t;
+                    threads[t] = new Thread(() -> {
+                        try {
+                            start.await();
+                            g.prefill(p.tokens(), p.context());
+                        } catch (Throwable e) {
+                            outcome[slot] = e;
+                        }
+                    });
+                    threads[t].start();
+                }
+                for (Thread t : threads) {
+                    try {
+                        t.join(60_000);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        fail("interrupted while waiting for trial " + trial);
+                    }
+                    assertThat(t.isAlive()).as("trial %d: both calls return", trial).isFalse();
+                }
+                for (Throwable e : outcome) {
+                    if (e != null) {
+                        refused++;
+                        assertThat(e).as("trial %d: an overlapping call fails as ILLEGAL_STATE", trial)
+                                .isInstanceOfSatisfying(MtpException.class, x -> assertThat(x.kind())
+                                        .isEqualTo(MtpException.Kind.ILLEGAL_STATE));
+                    }
+                }
+                assertThat(outcome[0] != null && outcome[1] != null).as("trial %d: one call completes", trial)
+                        .isFalse();
+                List<String> orders = outcome[0] != null ? List.of("b") : outcome[1] != null ? List.of("a")
+                        : List.of("ab", "ba");
+                List<RowCheckpoint> now = List.of(g.capture(0), g.capture(1));
+                assertThat(orders.stream().anyMatch(o -> sameRows(sequential.get(o), now)))
+                        .as("trial %d: the group ends as %s leaves it", trial, orders).isTrue();
+            }
+        }
+        System.out.println("[tck] " + backend.name() + ": " + overlapTrials() + " overlapping prefill pairs, " + refused
+                + " calls refused, every group in a sequential state");
+    }
+
+    private static boolean sameRows(List<RowCheckpoint> want, List<RowCheckpoint> got) {
+        for (int r = 0; r < want.size(); r++) {
+            if (!want.get(r).contentEquals(got.get(r))) {
+                return false;
+            }
+        }
+        return true;
     }
 
     @Test
@@ -380,7 +495,7 @@ public abstract class BackendVerification implements BackendRules {
             for (int r = 0; r < 2; r++) {
                 RowCheckpoint cp = g.capture(r);
                 try (DraftRows h = d.openRows(List.of(cp))) {
-                    assertThat(h.capture(0).contentEquals(cp)).as("row %d", r).isTrue();
+                    assertIdentical("row " + r + " captured again after restore", h.capture(0), cp);
                 }
             }
         }
@@ -399,8 +514,8 @@ public abstract class BackendVerification implements BackendRules {
             int[] keep = {3, 0, 2};
             g.filterRows(keep);
             for (int i = 0; i < keep.length; i++) {
-                assertThat(g.capture(i).contentEquals(before.get(keep[i]))).as("new row %d = old row %d", i, keep[i])
-                        .isTrue();
+                assertIdentical("filterRows " + Arrays.toString(keep) + ": new row " + i + " (old row " + keep[i]
+                        + ")", g.capture(i), before.get(keep[i]));
             }
         }
     }
@@ -414,15 +529,17 @@ public abstract class BackendVerification implements BackendRules {
         try (DraftRows g = d.openRows(Arrays.asList(null, null))) {
             prefill(g, m, 6, 51);
             for (int r = 0; r < 2; r++) {
-                assertThat(g.capture(r).processedTokens()).isEqualTo(6);
-                assertThat(g.capture(r).draftOffset()).isEqualTo(5);
+                assertThat(g.capture(r).processedTokens()).as("row %d: P after a prefill of 6", r).isEqualTo(6);
+                assertThat(g.capture(r).draftOffset()).as("row %d: draftOffset (P − 1) after a prefill of 6", r)
+                        .isEqualTo(5);
             }
             int[] accepted = round(g, m, 4, Action.Acceptance.RANDOM, 52);
             for (int r = 0; r < 2; r++) {
                 RowCheckpoint cp = g.capture(r);
                 assertThat(cp.processedTokens()).as("row %d after accepting %d", r, accepted[r])
                         .isEqualTo(6 + accepted[r] + 1);
-                assertThat(cp.keys().dim(2)).isEqualTo(cp.processedTokens() - 1);
+                assertThat(cp.keys().dim(2)).as("row %d: KV positions held (P − 1, keys [1, nKV, P−1, D])", r)
+                        .isEqualTo(cp.processedTokens() - 1);
             }
         }
     }
@@ -533,7 +650,7 @@ public abstract class BackendVerification implements BackendRules {
             g.prefill(args.tokens(), args.context());
             whole = g.capture(0);
         }
-        assertThat(whole.processedTokens()).isEqualTo(len);
+        assertThat(whole.processedTokens()).as("P after one prefill of %d", len).isEqualTo(len);
         for (int cut : new int[] {1, len / 3, Math.min(2048, len - 2), len - 1}) {
             try (DraftRows g = d.openRows(Collections.singletonList(null))) {
                 g.prefill(args.tokens().reshape(len).slice0(0, cut).reshape(1, cut),
@@ -561,12 +678,13 @@ public abstract class BackendVerification implements BackendRules {
                 g.append(Arrays.asList(good, null, bad));
                 fail("append with a misaligned checkpoint was accepted");
             } catch (MtpException e) {
-                assertThat(e.kind()).isEqualTo(MtpException.Kind.INCOMPATIBLE_CHECKPOINT);
+                assertThat(e.kind()).as("append with draftOffset = P: error kind (%s)", e.getMessage())
+                        .isEqualTo(MtpException.Kind.INCOMPATIBLE_CHECKPOINT);
             }
-            assertThat(g.rowCount()).isEqualTo(2);
+            assertThat(g.rowCount()).as("row count after the refused append").isEqualTo(2);
             List<RowCheckpoint> after = captureAll(g, shapeOf(g, true));
             for (int r = 0; r < 2; r++) {
-                assertThat(after.get(r).contentEquals(before.get(r))).isTrue();
+                assertIdentical("row " + r + " after the refused append", after.get(r), before.get(r));
             }
         }
     }
@@ -640,6 +758,22 @@ public abstract class BackendVerification implements BackendRules {
             out.add(shape.hasHidden(r) ? g.capture(r) : null);
         }
         return out;
+    }
+
+    /**
+     * Fails unless {@code actual} is byte-identical to {@code expected} (spec §10.1.7), saying what differs through
+     * the kit's one comparison (a Judge under the exact profile).
+     */
+    private static void assertIdentical(String what, RowCheckpoint actual, RowCheckpoint expected) {
+        if (expected == null ? actual == null : expected.contentEquals(actual)) {
+            return;
+        }
+        if (expected == null) {
+            fail(what + ": a cold row (no checkpoint) was expected, got " + actual);
+        }
+        Divergence d = new Judge(Tolerance.EXACT, 0, "the expected state").checkpoint(-1, what, expected, actual);
+        fail(d != null ? "not byte-identical: " + d.message() + " (" + d.details() + ")"
+                : what + ": not byte-identical, though every value compares equal (signed zeros or NaN payloads)");
     }
 
     /** The backend's checkpoint against its own expected one, through the kit's one comparison (a Judge). */
