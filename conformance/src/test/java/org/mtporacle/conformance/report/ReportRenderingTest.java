@@ -42,10 +42,10 @@ class ReportRenderingTest {
                 .contains("at action 2 of 3 (draft depth=2 greedy seed=2), shrunk from 21 actions")
                 .contains("replay: mtp replay traces/ta.json").contains("x: unavailable, not run: library not found — set X")
                 .contains("FAILED: 0 entries passed, 1 failed, 1 unavailable")
-                .contains("tolerance bf16: token gap 0.08, K/V NMSE 0.002, hidden NMSE 0.00001")
+                .contains("tolerance bf16: token gap 0.15, K/V NMSE 0.002, hidden NMSE 0.00001")
                 .contains("tolerance x-cuda: token gap 0.01, K/V NMSE 0.0005, hidden NMSE 0.0000025");
         String html = HtmlReport.render(r);
-        assertThat(html).contains("bf16 (token gap 0.08, K/V NMSE 0.002, hidden NMSE 0.00001)").contains("&lt;gap&gt;").doesNotContain("<gap>").contains("<b>draft depth=2 greedy seed=2</b>");
+        assertThat(html).contains("bf16 (token gap 0.15, K/V NMSE 0.002, hidden NMSE 0.00001)").contains("&lt;gap&gt;").doesNotContain("<gap>").contains("<b>draft depth=2 greedy seed=2</b>");
     }
 
     @Test
