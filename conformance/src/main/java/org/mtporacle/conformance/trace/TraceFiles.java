@@ -107,7 +107,9 @@ public final class TraceFiles {
                 throw MtpException.malformedFile(where + ": divergence.kind or .category is not a known one");
             }
             div = new Divergence(kind, integer(d, "action", where + ": divergence"), "backend",
-                    -1, -1, new Divergence.RecordedEvidence(details), text(d, "message", where + ": divergence"));
+                    details.get("row") instanceof Integer r ? r : -1,
+                    details.get("position") instanceof Integer p ? p : -1,
+                    new Divergence.RecordedEvidence(details), text(d, "message", where + ": divergence"));
         }
         return new ChainTrace(format, text(root, "fixture", where), optText(root, "modelIdentity"),
                 text(root, "backend", where), options, tolerance(root, where), longValue(root, "seed", where),
