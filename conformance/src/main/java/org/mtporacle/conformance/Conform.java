@@ -118,6 +118,7 @@ public final class Conform {
                     : ConformReport.Status.FAILED, "", r.chainsRun(), r.passed(), r.seconds(),
                     new ConformReport.Stats(st.comparedTokens(), st.nearTies(), st.comparedCheckpoints(),
                             st.maxKvNmse(), st.maxHiddenNmse(), st.badCalls(), st.maxNearTieGap(),
+                            java.util.Arrays.stream(st.nearTieBins()).boxed().toList(),
                             ConformReport.GapData.of(st.gaps())), failures);
         }
     }

@@ -20,7 +20,7 @@ class ReportRenderingTest {
         org.mtporacle.conformance.compare.GapHistogram gaps = new org.mtporacle.conformance.compare.GapHistogram();
         gaps.add(0.01, true);
         gaps.add(0.2, false);
-        ConformReport.Stats s = new ConformReport.Stats(100, 3, 40, 1.5e-4, 0, 7, 0.05,
+        ConformReport.Stats s = new ConformReport.Stats(100, 3, 40, 1.5e-4, 0, 7, 0.05, List.of(),
                 ConformReport.GapData.of(gaps));
         List<ConformReport.FailureRecord> f = failed ? List.of(new ConformReport.FailureRecord(77, 21,
                 List.of("append [-1]", "prefill L=3 seed=1", "draft depth=2 greedy seed=2"), 2, "DRAFT_TOKEN",
