@@ -135,7 +135,8 @@ public final class GoldenFiles {
         }
         Map<String, HostTensor> tensors = new LinkedHashMap<>();
         try (SafetensorsFile f = SafetensorsFile.open(st)) {
-            for (Map.Entry<String, String> m : Map.of("format", GoldenTrace.FORMAT, "golden", trace.name()).entrySet()) {
+            Map<String, String> expected = Map.of("format", GoldenTrace.FORMAT, "golden", trace.name());
+            for (Map.Entry<String, String> m : expected.entrySet()) {
                 if (!m.getValue().equals(f.metadata().get(m.getKey()))) {
                     throw MtpException.malformedFile(where + ": " + trace.tensorsFile() + " __metadata__." + m.getKey()
                             + " = " + quoted(f.metadata().get(m.getKey())) + ", expected '" + m.getValue()

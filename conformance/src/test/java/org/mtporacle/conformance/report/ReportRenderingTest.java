@@ -45,7 +45,8 @@ class ReportRenderingTest {
                 .contains("tolerance bf16: token gap 0.15, K/V NMSE 0.002, hidden NMSE 0.00001")
                 .contains("tolerance x-cuda: token gap 0.01, K/V NMSE 0.0005, hidden NMSE 0.0000025");
         String html = HtmlReport.render(r);
-        assertThat(html).contains("bf16 (token gap 0.15, K/V NMSE 0.002, hidden NMSE 0.00001)").contains("&lt;gap&gt;").doesNotContain("<gap>").contains("<b>draft depth=2 greedy seed=2</b>");
+        assertThat(html).contains("bf16 (token gap 0.15, K/V NMSE 0.002, hidden NMSE 0.00001)")
+                .contains("&lt;gap&gt;").doesNotContain("<gap>").contains("<b>draft depth=2 greedy seed=2</b>");
     }
 
     @Test
@@ -64,7 +65,8 @@ class ReportRenderingTest {
         assertThat(e.stats().gaps().histogram().differing()).isEqualTo(2);
         assertThat(TextReport.render(merged)).contains("near-tie data mlx/native @ tiny: 4 greedy positions, "
                 + "2 differing (largest gap 0.0100)");
-        assertThat(e.tolerance()).as("the profile, thresholds included, survives report.json").isEqualTo(Tolerance.BF16);
+        assertThat(e.tolerance()).as("the profile, thresholds included, survives report.json")
+                .isEqualTo(Tolerance.BF16);
         assertThat(merged.shards()).containsExactly("1/2", "2/2");
         assertThat(merged.ok()).isFalse();
     }
