@@ -124,7 +124,7 @@ public final class Conform {
                     new ConformReport.Stats(st.comparedTokens(), st.nearTies(), st.comparedCheckpoints(),
                             st.maxKvNmse(), st.maxHiddenNmse(), st.badCalls(), st.maxNearTieGap(),
                             java.util.Arrays.stream(st.nearTieBins()).boxed().toList(),
-                            ConformReport.GapData.of(st.gaps())), failures);
+                            ConformReport.GapData.of(st.gaps()), st.router()), failures);
         }
     }
 
