@@ -107,7 +107,7 @@ public final class Conform {
         }
         try (subject) {
             Campaign.Settings s = new Campaign.Settings(fx.name(), b.name(), p.options(), tol, o.chains(), o.seed(),
-                    o.shardIndex(), o.shardCount(), o.limits(), o.reportDir() == null ? null
+                    o.shardIndex(), o.shardCount(), within(o.limits(), b.capabilities()), o.reportDir() == null ? null
                     : o.reportDir().resolve("traces"), 400);
             Campaign.Result r = Campaign.run(s, oracle, subject, listener::chainDone);
             ChainOutcome.Stats st = r.stats();
@@ -123,7 +123,8 @@ public final class Conform {
                     : ConformReport.Status.FAILED, "", r.chainsRun(), r.passed(), r.seconds(),
                     new ConformReport.Stats(st.comparedTokens(), st.nearTies(), st.comparedCheckpoints(),
                             st.maxKvNmse(), st.maxHiddenNmse(), st.badCalls(), st.maxNearTieGap(),
-                            java.util.Arrays.stream(st.nearTieBins()).boxed().toList()), failures);
+                            java.util.Arrays.stream(st.nearTieBins()).boxed().toList(),
+                            ConformReport.GapData.of(st.gaps())), failures);
         }
     }
 
@@ -131,11 +132,18 @@ public final class Conform {
                                                    Tolerance tol, String reason) {
         return new ConformReport.Entry(b.name(), p.label(), p.options(), fx.name(), fx.describe(), model.identity(),
                 tol, "", ConformReport.Status.UNAVAILABLE, reason, 0, 0, 0,
-                new ConformReport.Stats(0, 0, 0, 0, 0, 0, 0), List.of());
+                ConformReport.Stats.none(), List.of());
     }
 
     static String version() {
         String v = Conform.class.getPackage().getImplementationVersion();
         return v == null ? "development build" : v;
+    }
+
+    /** {@code l} within what the backend says it can do: greedy drafts only without seeded sampling, fewer rows. */
+    public static ChainGenerator.Limits within(ChainGenerator.Limits l, org.mtporacle.api.BackendCapabilities c) {
+        return new ChainGenerator.Limits(l.maxActions(), Math.max(1, Math.min(l.maxRows(), c.maxRows())),
+                Math.max(0, Math.min(l.maxDepth(), c.maxDepth())), l.maxPrefill(), l.badRate(),
+                c.seededSampling() ? l.stochasticRate() : 0);
     }
 }

@@ -87,7 +87,7 @@ final class BenchCommand implements Callable<Integer> {
             + "(or the engine of --backend exec:...).")
     boolean wire;
 
-    @Option(names = "--wire-chains", paramLabel = "N", defaultValue = "20",
+    @Option(names = "--wire-chains", paramLabel = "N", defaultValue = "40",
             description = "Chains timed per side with --wire (default: ${DEFAULT-VALUE}).")
     int wireChains;
 
@@ -102,12 +102,7 @@ final class BenchCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        BenchOptions o;
-        try {
-            o = options();
-        } catch (IllegalArgumentException e) { // a bad value: a usage error (exit 2), not an internal one
-            throw new ParameterException(spec.commandLine(), e.getMessage(), e);
-        }
+        BenchOptions o = Mixins.Usage.lookup(spec, this::options); // a bad value: a usage error (exit 2)
         boolean backendOnly = only != null && only.equals(List.of("backend"));
         if (backendOnly && !backend.given()) {
             throw new ParameterException(spec.commandLine(), "--only backend needs --backend NAME");

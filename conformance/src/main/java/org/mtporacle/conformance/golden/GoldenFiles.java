@@ -105,7 +105,8 @@ public final class GoldenFiles {
         ObjectNode root = parse(file, where);
         String format = root.path("format").asText(null);
         if (!GoldenTrace.FORMAT.equals(format)) {
-            throw MtpException.malformedFile(where + ": format '" + format + "', expected '" + GoldenTrace.FORMAT
+            throw MtpException.malformedFile(where + (format == null ? ": no \"format\"" : ": format '" + format
+                    + "'") + ", expected '" + GoldenTrace.FORMAT
                     + "'");
         }
         String recorded = root.path("contentSha256").asText(null);
