@@ -31,15 +31,19 @@ import static org.assertj.core.api.Assertions.assertThat;
 class MutantsAreCaughtTest {
     private static final int MAX_CHAINS = 300;
     private static final int MAX_SHRUNK_ACTIONS = 10;
-    private static MtpModel model;
+    private static MtpModel dense;
+    private static MtpModel moe;
 
     @BeforeAll
     static void loadFixture() {
-        model = FixtureRecipe.named("tiny").load(Path.of("target", "fixture-cache"));
+        dense = FixtureRecipe.named("tiny").load(Path.of("target", "fixture-cache"));
+        moe = FixtureRecipe.named("tiny-moe").load(Path.of("target", "fixture-cache"));
     }
 
-    @Test
-    void theCorrectSecondImplementationPassesLockstep() {
+    @ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.ValueSource(booleans = {false, true})
+    void theCorrectSecondImplementationPassesLockstep(boolean onMoe) {
+        MtpModel model = onMoe ? moe : dense;
         try (ReferenceDraftModel oracle = ReferenceBackend.load(model, KernelMode.VECTOR, 1);
              SimpleBackend simple = new SimpleBackend(model, Mutation.NONE)) {
             Campaign.Result r = Campaign.run(settings(100, null), oracle, simple, (d, t, p) -> { });
@@ -62,6 +66,7 @@ class MutantsAreCaughtTest {
 
     private static void caught(Mutation mutation, Tolerance tolerance) throws Exception {
         Path traces = Files.createTempDirectory("mutant-traces");
+        MtpModel model = mutation.isMoe() ? moe : dense;
         long start = System.nanoTime();
         try (ReferenceDraftModel oracle = ReferenceBackend.load(model, KernelMode.VECTOR, 1);
              SimpleBackend mutant = new SimpleBackend(model, mutation)) {
