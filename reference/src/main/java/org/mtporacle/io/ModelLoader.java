@@ -58,7 +58,8 @@ public final class ModelLoader {
      * that file).
      *
      * @throws MtpException INCOMPATIBLE_MODEL for a missing config, tensor or quantization spec, a shape mismatch, an
-     *                      undeterminable layout, a MoE MTP layer or a NaN or infinite weight; MALFORMED_FILE for a
+     *                      undeterminable layout, a MoE MTP layer, a NaN or infinite weight or finite weights that
+     *                      could overflow the block's f32 arithmetic ({@link BlockBounds}); MALFORMED_FILE for a
      *                      malformed file
      */
     public static MtpModel load(Path path) {
@@ -86,6 +87,7 @@ public final class ModelLoader {
         Blocks blocks = new Blocks(mtp, prefix, dir, cfg.quantization());
         MtpWeights weights = assemble(cfg, blocks, head.embedding(), head.head());
         MtpConfig config = cfg.toMtpConfig(weights.embedding().outFeatures(), weights.gateProj().outFeatures());
+        BlockBounds.require(config, weights, dir);
         List<String> warnings = new ArrayList<>(head.warnings());
         String suspicious = NormFolding.suspiciousNorm(layout, weights.preFcNormEmbedding());
         if (suspicious != null) {

@@ -5,6 +5,7 @@ import org.mtporacle.api.DraftModel;
 import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.MtpBackends;
 import org.mtporacle.api.MtpException;
+import org.mtporacle.api.UntrustedText;
 import org.mtporacle.api.MtpModel;
 import org.mtporacle.conformance.FixtureRecipe;
 import org.mtporacle.conformance.golden.GoldenDiff;
@@ -199,9 +200,9 @@ final class GoldenCommand implements Runnable {
             }
             if (!r.ok()) {
                 if (!quiet) {
-                    r.lines().forEach(l -> System.out.println("     " + l));
+                    r.lines().forEach(l -> System.out.println("     " + UntrustedText.line(l)));
                 }
-                r.findings().forEach(x -> System.out.println("     " + x));
+                r.findings().forEach(x -> System.out.println("     " + UntrustedText.line(String.valueOf(x))));
             }
         }
 

@@ -112,9 +112,6 @@ public final class HtmlReport {
     }
 
     static String esc(String s) {
-        if (s == null) {
-            return "";
-        }
-        return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\"", "&quot;");
+        return org.mtporacle.api.UntrustedText.html(s);
     }
 }

@@ -3,7 +3,10 @@ package org.mtporacle.conformance.report;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.JsonNode;
 import org.mtporacle.api.MtpException;
+import org.mtporacle.api.UntrustedText;
+import org.mtporacle.io.StrictJson;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -19,7 +22,11 @@ import java.util.TreeSet;
 /** Writes a report as {@code report.json} and {@code report.html}; reads and merges shard reports. */
 public final class ReportFiles {
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT)
-            .configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false);
+            .configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false)
+            .disable(DeserializationFeature.ACCEPT_FLOAT_AS_INT)
+            .enable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES);
+    /** A larger report.json is refused before it is read. */
+    public static final long MAX_BYTES = 64L * 1024 * 1024;
 
     private ReportFiles() {
     }
@@ -47,15 +54,47 @@ public final class ReportFiles {
 
     /** Reads a {@code report.json}; a malformed file fails with MALFORMED_FILE naming it. */
     public static ConformReport read(Path file) {
+        String where = "report " + UntrustedText.path(file);
+        JsonNode root = StrictJson.read(file, MAX_BYTES, "report");
+        ConformReport r;
         try {
-            ConformReport r = JSON.readValue(file.toFile(), ConformReport.class);
-            if (r.entries() == null) {
-                throw MtpException.malformedFile("report " + file + ": no entries");
+            r = JSON.treeToValue(root, ConformReport.class);
+        } catch (IOException | IllegalArgumentException e) {
+            String m = e instanceof com.fasterxml.jackson.core.JsonProcessingException j ? j.getOriginalMessage()
+                    : e.getMessage();
+            throw MtpException.malformedFile(where + ": not a conform report (" + UntrustedText.clip(
+                    String.valueOf(m).lines().findFirst().orElse("")) + ")");
+        }
+        requireComplete(r, where);
+        return r;
+    }
+
+    /** Every field merge and the renderers use is present: a missing one is MALFORMED_FILE, not a later NPE. */
+    private static void requireComplete(ConformReport r, String where) {
+        require(r.tool() != null && r.created() != null && r.contexts() != null, where, "tool, created or contexts");
+        for (int i = 0; i < r.entries().size(); i++) {
+            ConformReport.Entry e = r.entries().get(i);
+            String w = "entries[" + i + "]";
+            require(e != null, where, w);
+            require(e.backend() != null && e.profile() != null && e.fixture() != null && e.status() != null
+                    && e.tolerance() != null, where, w + " backend, profile, fixture, status or tolerance");
+            require(e.stats() != null, where, w + ".stats");
+            require(e.chainsRun() >= 0 && e.passed() >= 0 && e.passed() <= e.chainsRun(), where,
+                    w + " chainsRun ≥ passed ≥ 0");
+            for (int j = 0; j < e.failures().size(); j++) {
+                ConformReport.FailureRecord f = e.failures().get(j);
+                require(f != null && f.category() != null && f.message() != null && f.actionIndex() >= 0,
+                        where, w + ".failures[" + j + "] category, message or actionIndex ≥ 0");
             }
-            return r;
-        } catch (IOException e) {
-            throw MtpException.malformedFile("report " + file + ": not a conform report (" + e.getMessage()
-                    .lines().findFirst().orElse("") + ")");
+        }
+        for (String s : r.shards()) {
+            require(s != null, where, "shards");
+        }
+    }
+
+    private static void require(boolean ok, String where, String what) {
+        if (!ok) {
+            throw MtpException.malformedFile(where + ": " + what + " missing or out of range");
         }
     }
 
