@@ -28,10 +28,11 @@ public interface MtpBackend {
     DraftModel load(MtpModel model, Map<String, String> options);
 
     /**
-     * The configurations conformance runs by default, each with its tolerance profile. A backend with several
-     * precision modes lists one profile per mode; the default is one profile with no options held to {@code f32}.
+     * The configurations conformance runs by default, each with its tolerance profile, the default configuration
+     * first. A backend with several precision modes lists one profile per mode; the default is one profile with no
+     * options held to {@link Tolerance#F32}.
      */
     default java.util.List<BackendProfile> profiles() {
-        return java.util.List.of(new BackendProfile(name(), Map.of(), "f32"));
+        return java.util.List.of(new BackendProfile(name(), Map.of(), Tolerance.F32));
     }
 }

@@ -29,23 +29,39 @@ final class DraftStepBench {
     private final MtpModel model;
 
     DraftStepBench(Arena arena, FixtureModels.Preset p) {
+        this.model = syntheticModel(arena, p, false);
+    }
+
+    /**
+     * An in-memory model at {@code p}'s shape with synthetic off-heap weights and a tied embedding as the head: BF16
+     * linears, or every linear (head included) 4-bit group-64 affine with BF16 scales when {@code affine4}.
+     */
+    static MtpModel syntheticModel(Arena arena, FixtureModels.Preset p, boolean affine4) {
         int h = p.hiddenSize();
         int d = p.headDim();
         int nH = p.numHeads();
         int nKv = p.numKvHeads();
         int inter = p.intermediateSize();
         MtpConfig c = new MtpConfig(h, nH, nKv, d, (int) (d * 0.25) / 2 * 2, 1e7, 1e-6, p.vocabSize(), inter);
-        LinearWeight emb = BenchWeights.bf16(arena, p.vocabSize(), h, 11);
-        MtpWeights w = new MtpWeights(BenchWeights.bf16(arena, h, 2 * h, 1), ones(h), ones(h), ones(h),
-                BenchWeights.bf16(arena, nH * 2 * d, h, 2), BenchWeights.bf16(arena, nKv * d, h, 3),
-                BenchWeights.bf16(arena, nKv * d, h, 4), BenchWeights.bf16(arena, h, nH * d, 5), ones(d), ones(d),
-                ones(h), BenchWeights.bf16(arena, inter, h, 6), BenchWeights.bf16(arena, inter, h, 7),
-                BenchWeights.bf16(arena, h, inter, 8), ones(h), emb, emb);
-        this.model = new MtpModel(c, w, "bench-" + p.name(), "in-memory", "bench", List.of());
+        java.util.function.Function<int[], LinearWeight> linear = affine4
+                ? s -> BenchWeights.affine4(arena, s[0], s[1])
+                : s -> BenchWeights.bf16(arena, s[0], s[1], s[2]);
+        LinearWeight emb = linear.apply(new int[] {p.vocabSize(), h, 11});
+        MtpWeights w = new MtpWeights(linear.apply(new int[] {h, 2 * h, 1}), ones(h), ones(h), ones(h),
+                linear.apply(new int[] {nH * 2 * d, h, 2}), linear.apply(new int[] {nKv * d, h, 3}),
+                linear.apply(new int[] {nKv * d, h, 4}), linear.apply(new int[] {h, nH * d, 5}), ones(d), ones(d),
+                ones(h), linear.apply(new int[] {inter, h, 6}), linear.apply(new int[] {inter, h, 7}),
+                linear.apply(new int[] {h, inter, 8}), ones(h), emb, emb);
+        return new MtpModel(c, w, "bench-" + p.name() + (affine4 ? "-q4" : ""), "in-memory", "bench", List.of());
     }
 
     /** Bytes of weights one step of {@code b} rows reads at least once: block linears, head, {@code b} embedding rows. */
     long weightBytes(int b) {
+        return weightBytes(model, b);
+    }
+
+    /** {@link #weightBytes(int)} of any model: block linears, head, {@code b} embedding rows. */
+    static long weightBytes(MtpModel model, int b) {
         MtpWeights w = model.weights();
         return w.blockBytes() + w.head().byteSize() + (long) b * w.embedding().byteSize() / w.embedding().outFeatures();
     }

@@ -1,13 +1,13 @@
 package org.mtporacle.conformance;
 
 import org.mtporacle.api.DraftModel;
+import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.chain.Action;
 import org.mtporacle.conformance.chain.ChainGenerator;
 import org.mtporacle.conformance.chain.Shrinker;
 import org.mtporacle.conformance.lockstep.ChainOutcome;
-import org.mtporacle.conformance.lockstep.Divergence;
+import org.mtporacle.conformance.compare.Divergence;
 import org.mtporacle.conformance.lockstep.Lockstep;
-import org.mtporacle.conformance.lockstep.Tolerance;
 import org.mtporacle.conformance.trace.ChainTrace;
 import org.mtporacle.conformance.trace.TraceFiles;
 import org.mtporacle.reference.ReferenceDraftModel;
@@ -119,7 +119,7 @@ public final class Campaign {
                     + Long.toHexString(failed.seed()) + ".json");
             try {
                 TraceFiles.write(new ChainTrace(ChainTrace.FORMAT, s.fixture(), oracle.model().identity(),
-                        s.backend(), s.options(), s.tolerance().name(), failed.seed(), shrunk, d,
+                        s.backend(), s.options(), s.tolerance(), failed.seed(), shrunk, d,
                         failed.chain().size()), trace);
             } catch (IOException e) {
                 throw new UncheckedIOException("conform: cannot write trace " + trace, e);

@@ -6,10 +6,10 @@ import org.mtporacle.api.DraftModel;
 import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
+import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.chain.Action;
 import org.mtporacle.conformance.chain.ChainGenerator;
 import org.mtporacle.conformance.lockstep.ChainOutcome;
-import org.mtporacle.conformance.lockstep.Tolerance;
 import org.mtporacle.conformance.report.ConformReport;
 import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
@@ -72,7 +72,7 @@ public final class Conform {
 
     private static ConformReport.Entry entry(Options o, FixtureRecipe fx, MtpModel model, ReferenceDraftModel oracle,
                                              MtpBackend b, BackendProfile p, Listener listener) {
-        Tolerance tol = Tolerance.named(p.tolerance());
+        Tolerance tol = p.tolerance();
         Availability a = b.availability();
         if (!a.available()) {
             return unavailable(fx, model, b, p, tol, a.reason());
@@ -100,19 +100,18 @@ public final class Conform {
                         f.trace() == null ? null : f.trace().toString()));
             }
             return new ConformReport.Entry(b.name(), p.label(), p.options(), fx.name(), fx.describe(),
-                    model.identity(), tol.name(), subject.numerics(), r.ok() ? ConformReport.Status.PASSED
+                    model.identity(), tol, subject.numerics(), r.ok() ? ConformReport.Status.PASSED
                     : ConformReport.Status.FAILED, "", r.chainsRun(), r.passed(), r.seconds(),
                     new ConformReport.Stats(st.comparedTokens(), st.nearTies(), st.comparedCheckpoints(),
-                            st.maxKvNmse(), st.maxHiddenNmse(), st.badCalls(), st.maxNearTieGap(), tol.kvNmse(),
-                            tol.hiddenNmse()), failures);
+                            st.maxKvNmse(), st.maxHiddenNmse(), st.badCalls(), st.maxNearTieGap()), failures);
         }
     }
 
     private static ConformReport.Entry unavailable(FixtureRecipe fx, MtpModel model, MtpBackend b, BackendProfile p,
                                                    Tolerance tol, String reason) {
         return new ConformReport.Entry(b.name(), p.label(), p.options(), fx.name(), fx.describe(), model.identity(),
-                tol.name(), "", ConformReport.Status.UNAVAILABLE, reason, 0, 0, 0,
-                new ConformReport.Stats(0, 0, 0, 0, 0, 0, 0, tol.kvNmse(), tol.hiddenNmse()), List.of());
+                tol, "", ConformReport.Status.UNAVAILABLE, reason, 0, 0, 0,
+                new ConformReport.Stats(0, 0, 0, 0, 0, 0, 0), List.of());
     }
 
     static String version() {

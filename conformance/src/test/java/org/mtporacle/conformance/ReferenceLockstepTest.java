@@ -2,8 +2,8 @@ package org.mtporacle.conformance;
 
 import org.junit.jupiter.api.Test;
 import org.mtporacle.api.MtpModel;
+import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.chain.ChainGenerator;
-import org.mtporacle.conformance.lockstep.Tolerance;
 import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
 import org.mtporacle.reference.kernels.KernelMode;

@@ -5,7 +5,9 @@ import org.mtporacle.api.BackendProfile;
 import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
+import org.mtporacle.api.Tolerance;
 import org.mtporacle.mlx.handle.MlxDiscovery;
+import org.mtporacle.mlx.handle.MlxEnvironment;
 import org.mtporacle.mlx.handle.MlxLibrary;
 
 import java.util.List;
@@ -17,21 +19,32 @@ import java.util.Set;
  * missing or of another version the backend says so in {@link #availability()} and {@link #load} fails UNAVAILABLE.
  *
  * <p>Options: {@code precision=native|f32} (default native: the weights' dtype, bf16 for published companions) and
- * {@code device=auto|cpu|gpu} (default auto: the GPU when the library has Metal or CUDA, else the CPU).
+ * {@code device=auto|cpu|gpu} (default auto: the GPU when the library has Metal or CUDA, else the CPU). The
+ * environment variable {@code MTP_MLX_DEVICE} sets the default of {@code device} for every profile, so a whole
+ * {@code mtp conform} run can be held on one device.
  */
 public final class MlxBackend implements MtpBackend {
     public static final String NAME = "mlx";
     private static final Set<String> OPTIONS = Set.of("precision", "device");
 
-    private final MlxDiscovery discovery;
+    private static final Set<String> DEVICES = Set.of("auto", "cpu", "gpu");
 
-    /** Reads the discovery settings from the environment; does no native work. */
+    private final MlxDiscovery discovery;
+    private final String defaultDevice;
+
+    /** Reads the discovery settings and {@code MTP_MLX_DEVICE} from the environment; does no native work. */
     public MlxBackend() {
-        this(MlxDiscovery.fromEnvironment());
+        this(MlxDiscovery.fromEnvironment(), System.getenv().getOrDefault("MTP_MLX_DEVICE", "auto"));
     }
 
     public MlxBackend(MlxDiscovery discovery) {
+        this(discovery, "auto");
+    }
+
+    /** With {@code defaultDevice} ({@code auto}, {@code cpu} or {@code gpu}) for loads that name no device. */
+    public MlxBackend(MlxDiscovery discovery, String defaultDevice) {
         this.discovery = discovery;
+        this.defaultDevice = defaultDevice;
     }
 
     @Override
@@ -48,18 +61,24 @@ public final class MlxBackend implements MtpBackend {
     public Availability availability() {
         try {
             MlxLibrary lib = MlxLibrary.load(discovery);
-            return Availability.yes("mlx-c at " + lib.path() + ", MLX " + lib.version() + ", "
-                    + (lib.hasGpu() ? "GPU available" : "CPU only"));
+            StringBuilder env = new StringBuilder();
+            for (MlxEnvironment.Setting s : lib.environment()) {
+                env.append("; ").append(s.describe());
+            }
+            String devices = lib.hasGpu() ? "GPU available" : "CPU only";
+            return Availability.yes("mlx-c at " + lib.path() + ", MLX " + lib.version() + ", " + devices
+                    + ", default device " + (defaultDevice.equals("auto") ? (lib.hasGpu() ? "gpu" : "cpu")
+                    : defaultDevice + " (MTP_MLX_DEVICE)") + env);
         } catch (MtpException e) {
             return Availability.no(e.getMessage());
         }
     }
 
-    /** Native precision (bf16 activations, as the seed runs) is held to {@code bf16}; f32 precision to {@code f32}. */
+    /** Native precision (bf16 activations, as the seed runs) is held to {@code Tolerance.BF16}, f32 to F32. */
     @Override
     public List<BackendProfile> profiles() {
-        return List.of(new BackendProfile("mlx/native", Map.of("precision", "native"), "bf16"),
-                new BackendProfile("mlx/f32", Map.of("precision", "f32"), "f32"));
+        return List.of(new BackendProfile("mlx/native", Map.of("precision", "native"), Tolerance.BF16),
+                new BackendProfile("mlx/f32", Map.of("precision", "f32"), Tolerance.F32));
     }
 
     @Override
@@ -75,9 +94,10 @@ public final class MlxBackend implements MtpBackend {
             default -> throw MtpException.invalidArgument("mlx: precision = '" + options.get("precision")
                     + "', expected native or f32");
         };
-        String device = options.getOrDefault("device", "auto");
-        if (!Set.of("auto", "cpu", "gpu").contains(device)) {
-            throw MtpException.invalidArgument("mlx: device = '" + device + "', expected auto, cpu or gpu");
+        String device = options.getOrDefault("device", defaultDevice);
+        if (!DEVICES.contains(device)) {
+            throw MtpException.invalidArgument("mlx: device = '" + device + "'" + (options.containsKey("device") ? ""
+                    : " (from MTP_MLX_DEVICE)") + ", expected auto, cpu or gpu");
         }
         MlxLibrary lib = MlxLibrary.load(discovery);
         boolean gpu = switch (device) {

@@ -1,6 +1,7 @@
 package org.mtporacle.mlx;
 
 import org.mtporacle.api.DType;
+import org.mtporacle.api.DeviceProbe;
 import org.mtporacle.api.DraftModel;
 import org.mtporacle.api.DraftRows;
 import org.mtporacle.api.HostTensor;
@@ -19,7 +20,7 @@ import java.util.List;
 import java.util.function.Consumer;
 
 /** A model loaded into MLX: the block's weights and the target head on one device stream, in one compute dtype. */
-public final class MlxDraftModel implements DraftModel {
+public final class MlxDraftModel implements DraftModel, DeviceProbe {
     /** What the block computes in. */
     public enum Precision {
         /** The weights' own float dtype (bf16 for the fixtures and published companions), as the seed does. */
@@ -49,6 +50,7 @@ public final class MlxDraftModel implements DraftModel {
         };
         this.stream = MlxStream.open(lib, gpu);
         try {
+            MlxSelfCheck.verify(lib, stream);
             this.block = lib.thread().call(() -> {
                 try (MlxScope scope = new MlxScope(lib)) {
                     // CPU quantized products accumulate in f32 (see MlxLinear.upload)
@@ -143,6 +145,72 @@ public final class MlxDraftModel implements DraftModel {
     MlxArray uploadFloats(MlxOps ops, float[] values, int... shape) {
         MlxArray a = ops.fromFloats(values, shape);
         return dtype == MlxC.MLX_FLOAT32 ? a : ops.astype(a, dtype);
+    }
+
+    @Override
+    public String device() {
+        return "mlx " + (stream.isGpu() ? "gpu" : "cpu");
+    }
+
+    /** Times {@code −x} over a {@code bytes}-byte f32 array on this model's stream ({@code mlx_eval} waits for it). */
+    @Override
+    public double copyBytesPerSecond(long bytes, int rounds) {
+        if (bytes < (1 << 20) || rounds < 1 || bytes / 4 > Integer.MAX_VALUE) {
+            throw MtpException.invalidArgument("bandwidth: bytes = " + bytes + ", rounds = " + rounds
+                    + "; expected 1 MiB ≤ bytes ≤ 8 GiB and rounds ≥ 1");
+        }
+        int n = (int) (bytes / 4);
+        double[] seconds = new double[rounds + 2];
+        run(ops -> {
+            MlxArray x = ops.add(ops.zeros(MlxC.MLX_FLOAT32, n), ops.fromFloats(new float[] {1f}, 1));
+            ops.eval(x);
+            for (int r = 0; r < seconds.length; r++) {
+                try (MlxScope round = new MlxScope(lib)) {
+                    MlxOps in = new MlxOps(stream, round);
+                    long start = System.nanoTime();
+                    in.eval(in.negative(x));
+                    seconds[r] = (System.nanoTime() - start) / 1e9;
+                }
+            }
+        });
+        double[] timed = java.util.Arrays.copyOfRange(seconds, 2, seconds.length); // two warm-ups
+        java.util.Arrays.sort(timed);
+        return 2.0 * n * 4 / timed[timed.length / 2];
+    }
+
+    /** A chain of 256 dependent {@code x + 1} on 64 f32 values, evaluated once; the median per-op time of the chains. */
+    @Override
+    public double operationSeconds(int rounds) {
+        if (rounds < 1) {
+            throw MtpException.invalidArgument("operation cost: rounds = " + rounds + ", expected ≥ 1");
+        }
+        int chain = 256;
+        double[] seconds = new double[rounds + 2];
+        run(ops -> {
+            MlxArray one = ops.fromFloats(new float[] {1f}, 1);
+            MlxArray x0 = ops.add(ops.zeros(MlxC.MLX_FLOAT32, 64), one);
+            ops.eval(x0);
+            for (int r = 0; r < seconds.length; r++) {
+                try (MlxScope round = new MlxScope(lib)) {
+                    MlxOps in = new MlxOps(stream, round);
+                    long start = System.nanoTime();
+                    MlxArray x = x0;
+                    for (int i = 0; i < chain; i++) {
+                        x = in.add(x, one);
+                    }
+                    in.eval(x);
+                    seconds[r] = (System.nanoTime() - start) / 1e9 / chain;
+                }
+            }
+        });
+        double[] timed = java.util.Arrays.copyOfRange(seconds, 2, seconds.length);
+        java.util.Arrays.sort(timed);
+        return timed[timed.length / 2];
+    }
+
+    @Override
+    public long operations() {
+        return lib.operations();
     }
 
     @Override

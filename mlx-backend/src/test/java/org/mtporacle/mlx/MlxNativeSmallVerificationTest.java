@@ -1,7 +1,5 @@
 package org.mtporacle.mlx;
 
-import org.mtporacle.conformance.lockstep.Tolerance;
-
 import java.util.Map;
 
 /** The TCK on MLX, precision=native (bf16 profile), small and small-q4 fixtures. */
@@ -9,11 +7,6 @@ class MlxNativeSmallVerificationTest extends MlxVerification {
     @Override
     protected Map<String, String> backendOptions() {
         return Map.of("precision", "native", "device", "cpu");
-    }
-
-    @Override
-    protected Tolerance tolerance() {
-        return Tolerance.BF16;
     }
 
     @Override

@@ -67,7 +67,8 @@ public final class ReferenceBackend implements MtpBackend {
     /** Reference against reference must be bit-identical. */
     @Override
     public java.util.List<org.mtporacle.api.BackendProfile> profiles() {
-        return java.util.List.of(new org.mtporacle.api.BackendProfile(NAME, Map.of(), "exact"));
+        return java.util.List.of(new org.mtporacle.api.BackendProfile(NAME, Map.of(),
+                org.mtporacle.api.Tolerance.EXACT));
     }
 
     /**

@@ -12,6 +12,7 @@ import org.mtporacle.conformance.chain.ChainData;
 import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.bench.BenchOptions;
 import org.mtporacle.bench.BenchReport;
+import org.mtporacle.bench.DeviceDraftBench;
 import org.mtporacle.bench.KernelBench;
 import org.mtporacle.reference.fixture.FixtureModels;
 import picocli.CommandLine.Command;
@@ -55,8 +56,22 @@ final class BenchCommand implements Callable<Integer> {
     boolean quick;
 
     @Option(names = "--only", paramLabel = "PART[,PART...]", split = ",",
-            description = "Measure only these groups: matvec, draft, prefill (the baselines always run).")
+            description = "Measure only these groups: matvec, draft, prefill (the baselines always run); "
+                    + "backend alone skips the reference's kernels and times only --backend.")
     List<String> only;
+
+    @Option(names = "--device-presets", paramLabel = "NAME[,NAME...]", split = ",",
+            description = "Shapes of the --backend device table (default: qwen3.5-0.8b,qwen3.5-4b,qwen3.5-27b; "
+                    + "small with --quick).")
+    List<String> devicePresets;
+
+    @Option(names = "--weights", paramLabel = "W[,W...]", split = ",",
+            description = "Weight formats of the --backend device table: bf16, q4 (default: both).")
+    List<String> weights;
+
+    @Option(names = "--batches", paramLabel = "B[,B...]", split = ",",
+            description = "Batch sizes of the --backend device table (default: 1,8).")
+    List<Integer> batches;
 
     @Option(names = "--no-openblas", description = "Skip the OpenBLAS comparison.")
     boolean noOpenBlas;
@@ -86,15 +101,26 @@ final class BenchCommand implements Callable<Integer> {
         } catch (IllegalArgumentException e) { // a bad value: a usage error (exit 2), not an internal one
             throw new ParameterException(spec.commandLine(), e.getMessage(), e);
         }
+        boolean backendOnly = only != null && only.equals(List.of("backend"));
+        if (backendOnly && backend == null) {
+            throw new ParameterException(spec.commandLine(), "--only backend needs --backend NAME");
+        }
         ProgressLine progress = new ProgressLine(quiet || json);
-        BenchReport report = KernelBench.run(o, line -> progress.status("bench: " + line));
+        BenchReport report = backendOnly ? null : KernelBench.run(o, line -> progress.status("bench: " + line));
         String comparison = backend == null ? null : compare(o.preset(), progress);
+        DeviceDraftBench.Result device = backend == null ? null : deviceTable(progress);
         progress.finish();
         if (json) {
             System.out.println(comparison == null ? report.toJson()
-                    : "{\"kernels\": " + report.toJson() + ", \"backendComparison\": " + comparison + "}");
+                    : "{\"kernels\": " + (report == null ? "null" : report.toJson()) + ", \"backendComparison\": "
+                    + comparison + ", \"device\": " + device.toJson() + "}");
         } else {
-            System.out.print(report.toTable());
+            if (report != null) {
+                System.out.print(report.toTable());
+            }
+            if (device != null) {
+                System.out.print(device.toTable());
+            }
         }
         return MtpCommand.EXIT_OK;
     }
@@ -114,7 +140,7 @@ final class BenchCommand implements Callable<Integer> {
         if (noOpenBlas) {
             o = o.withOpenBlas(false);
         }
-        if (only != null) {
+        if (only != null && !only.equals(List.of("backend"))) {
             o = o.withParts(only);
         }
         return o;
@@ -160,6 +186,19 @@ final class BenchCommand implements Callable<Integer> {
         lines.forEach(System.out::println);
         System.out.println();
         return js.append("]").toString();
+    }
+
+    /** The backend's draft round at real shapes against its own device's bandwidth floor, per profile options. */
+    private DeviceDraftBench.Result deviceTable(ProgressLine progress) {
+        MtpBackend b = MtpBackends.byName(backend);
+        List<String> shapes = devicePresets != null ? devicePresets
+                : quick ? List.of("small") : List.of("qwen3.5-0.8b", "qwen3.5-4b", "qwen3.5-27b");
+        try {
+            return DeviceDraftBench.run(b, Map.of(), shapes, weights != null ? weights : List.of("bf16", "q4"),
+                    batches != null ? batches : List.of(1, 8), rounds, line -> progress.status("bench: " + line));
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage(), e);
+        }
     }
 
     private double medianRoundMillis(DraftModel dm, MtpModel model) {

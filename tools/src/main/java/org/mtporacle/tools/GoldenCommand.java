@@ -1,19 +1,20 @@
 package org.mtporacle.tools;
 
 import org.mtporacle.api.Availability;
+import org.mtporacle.api.BackendProfile;
 import org.mtporacle.api.DraftModel;
 import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.MtpBackends;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.UntrustedText;
 import org.mtporacle.api.MtpModel;
+import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.FixtureRecipe;
 import org.mtporacle.conformance.golden.GoldenDiff;
 import org.mtporacle.conformance.golden.GoldenFiles;
 import org.mtporacle.conformance.golden.GoldenScenarios;
 import org.mtporacle.conformance.golden.GoldenTrace;
 import org.mtporacle.conformance.golden.GoldenVerifier;
-import org.mtporacle.conformance.lockstep.Tolerance;
 import org.mtporacle.io.ModelLoader;
 import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
@@ -156,8 +157,8 @@ final class GoldenCommand implements Runnable {
                 try {
                     GoldenFiles.Golden g = GoldenFiles.read(f);
                     MtpModel model = model(g, models);
-                    Tolerance tol = Tolerance.named(tolerance != null ? tolerance
-                            : b != null ? subjectTolerance(b) : g.trace().options().tolerance());
+                    Tolerance tol = tolerance != null ? Tolerance.named(tolerance) : b != null
+                            ? subjectTolerance(b, options) : Tolerance.named(g.trace().options().tolerance());
                     GoldenVerifier.Result r;
                     try (ReferenceDraftModel ref = ReferenceBackend.load(model, KernelMode.SCALAR,
                             Runtime.getRuntime().availableProcessors());
@@ -181,19 +182,20 @@ final class GoldenCommand implements Runnable {
         }
 
         /**
-         * The backend's profile tolerance; {@code exact} becomes {@code f32} because goldens hold the reference's
-         * scalar order, which a backend (even the reference in vector mode) does not reproduce bit for bit.
+         * The tolerance of the backend's profile for these options; an exact profile becomes {@code f32} because
+         * goldens hold the reference's scalar order, which a backend (even the reference in vector mode) does not
+         * reproduce bit for bit.
          */
-        private static String subjectTolerance(MtpBackend b) {
-            String t = b.profiles().getFirst().tolerance();
-            return t.equals("exact") ? "f32" : t;
+        private static Tolerance subjectTolerance(MtpBackend b, Map<String, String> options) {
+            Tolerance t = BackendProfile.matching(b.profiles(), options).tolerance();
+            return t.exact() ? Tolerance.F32 : t;
         }
 
         private void print(Path f, GoldenVerifier.Result r, Tolerance tol) {
             System.out.printf("%s %s: %d/%d steps, %d tokens (%d near-ties), %d checkpoints%s, tolerance %s%n",
                     r.ok() ? "ok  " : "FAIL", f, r.stepsRun(), r.steps(), r.comparedTokens(), r.nearTies(),
                     r.comparedCheckpoints(), r.digestOnly() > 0 ? " (" + r.digestOnly() + " digest-only, not "
-                            + "compared)" : "", tol.name());
+                            + "compared)" : "", tol.describe());
             if (r.offPath() > 0) {
                 System.out.println("     " + r.offPath() + " observables not compared: rows left the golden's path "
                         + "at near-ties");
@@ -202,7 +204,8 @@ final class GoldenCommand implements Runnable {
                 if (!quiet) {
                     r.lines().forEach(l -> System.out.println("     " + UntrustedText.line(l)));
                 }
-                r.findings().forEach(x -> System.out.println("     " + UntrustedText.line(String.valueOf(x))));
+                r.findings().forEach(x -> System.out.println("     step " + x.actionIndex() + " (" + x.side() + "): "
+                        + UntrustedText.line(x.message())));
             }
         }
 

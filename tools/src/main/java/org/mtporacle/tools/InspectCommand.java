@@ -116,13 +116,14 @@ final class InspectCommand implements Callable<Integer> {
         m.put("modelIdentity", t.modelIdentity());
         m.put("backend", t.backend());
         m.put("backendOptions", t.backendOptions());
-        m.put("tolerance", t.tolerance());
+        m.put("tolerance", t.tolerance().describe());
         m.put("seed", t.seed());
         m.put("actions", t.actions().size() + " (shrunk from " + t.originalLength() + ")");
         m.put("steps", t.actions().stream().map(Action::describe).toList());
         if (t.divergence() != null) {
             Map<String, Object> d = new LinkedHashMap<>();
             d.put("action", t.divergence().actionIndex());
+            d.put("kind", t.divergence().kind().name());
             d.put("category", t.divergence().category().name());
             d.put("message", t.divergence().message());
             d.put("details", t.divergence().details());

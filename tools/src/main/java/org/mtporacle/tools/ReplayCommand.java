@@ -6,10 +6,10 @@ import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.MtpBackends;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
+import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.FixtureRecipe;
 import org.mtporacle.conformance.lockstep.ChainOutcome;
 import org.mtporacle.conformance.lockstep.Lockstep;
-import org.mtporacle.conformance.lockstep.Tolerance;
 import org.mtporacle.conformance.trace.ChainTrace;
 import org.mtporacle.conformance.trace.TraceFiles;
 import org.mtporacle.reference.ReferenceBackend;
@@ -47,9 +47,10 @@ final class ReplayCommand implements Callable<Integer> {
             System.err.println("warning: fixture " + t.fixture() + " now has identity " + model.identity()
                     + ", the trace was recorded on " + t.modelIdentity());
         }
-        Tolerance tol = Tolerance.named(t.tolerance());
+        Tolerance tol = t.tolerance();
         System.out.printf("replaying %s: %d actions (shrunk from %d), backend %s %s, fixture %s, tolerance %s%n",
-                trace, t.actions().size(), t.originalLength(), b.name(), t.backendOptions(), t.fixture(), tol.name());
+                trace, t.actions().size(), t.originalLength(), b.name(), t.backendOptions(), t.fixture(),
+                tol.describe());
         try (ReferenceDraftModel oracle = ReferenceBackend.load(model, ReferenceBackend.configuredMode(), 1);
              DraftModel subject = b.load(model, t.backendOptions())) {
             ChainOutcome out = new Lockstep(oracle, subject, tol).run(t.seed(), t.actions());
@@ -63,7 +64,7 @@ final class ReplayCommand implements Callable<Integer> {
                 return MtpCommand.EXIT_OK;
             }
             System.out.println("diverged at action " + out.divergence().actionIndex() + " ("
-                    + out.divergence().category() + "): " + out.divergence().message());
+                    + out.divergence().kind() + "): " + out.divergence().message());
             out.divergence().details().forEach((k, v) -> System.out.println("    " + k + " = " + v));
             return MtpCommand.EXIT_FAILED;
         }

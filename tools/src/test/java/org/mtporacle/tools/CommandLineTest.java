@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.chain.Action;
 import org.mtporacle.conformance.trace.ChainTrace;
 import org.mtporacle.conformance.trace.TraceFiles;
@@ -118,7 +119,7 @@ class CommandLineTest {
     @Test
     void replayRerunsATraceAndReportsThatItPasses() throws Exception {
         Path trace = dir.resolve("t.json");
-        TraceFiles.write(new ChainTrace(ChainTrace.FORMAT, "tiny", "", "reference", Map.of(), "exact", 5,
+        TraceFiles.write(new ChainTrace(ChainTrace.FORMAT, "tiny", "", "reference", Map.of(), Tolerance.EXACT, 5,
                 List.of(new Action.Append(List.of(-1), false), new Action.Prefill(4, 1), new Action.Draft(3, 2, false),
                         new Action.Commit(Action.Acceptance.FULL, 3)), null, 4), trace);
         Run r = run("replay", trace.toString());

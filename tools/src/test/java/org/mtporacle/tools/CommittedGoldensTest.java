@@ -146,8 +146,8 @@ class CommittedGoldensTest {
         Files.writeString(json, JsonText.pretty(root));
         Cli r = Cli.run("golden", "verify", json.toString());
         assertThat(r.exit()).as(r.out()).isEqualTo(MtpCommand.EXIT_FAILED);
-        assertThat(r.out()).contains("step " + stepIndex + " (reference): row 1 position 2: drafted " + old
-                + ", the golden has " + (old + 1) % 512);
+        assertThat(r.out()).contains("step " + stepIndex + " (reference): row 1 position 2: the golden has "
+                + (old + 1) % 512 + ", the reference drafts " + old);
         Cli d = Cli.run("golden", "diff", goldenDir.resolve("tiny-lifecycle.json").toString(), json.toString());
         assertThat(d.exit()).isEqualTo(MtpCommand.EXIT_FAILED);
         assertThat(d.out()).contains("step " + stepIndex + " draft", "tokens row 1", "(first change at position 2)");

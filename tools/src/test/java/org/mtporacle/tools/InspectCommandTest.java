@@ -4,6 +4,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.RowCheckpoint;
+import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.chain.Action;
 import org.mtporacle.conformance.trace.ChainTrace;
 import org.mtporacle.conformance.trace.TraceFiles;
@@ -36,7 +37,7 @@ class InspectCommandTest {
     @Test
     void chainTraceShowsItsActionsAndDivergence(@TempDir Path tmp) throws Exception {
         Path f = tmp.resolve("chain.json");
-        TraceFiles.write(new ChainTrace(ChainTrace.FORMAT, "tiny", "id", "mlx", Map.of(), "f32", 42,
+        TraceFiles.write(new ChainTrace(ChainTrace.FORMAT, "tiny", "id", "mlx", Map.of(), Tolerance.F32, 42,
                 List.of(new Action.Append(List.of(-1), false), new Action.Prefill(3, 7)), null, 9), f);
         Cli r = Cli.run("inspect", f.toString());
         assertThat(r.exit()).isZero();

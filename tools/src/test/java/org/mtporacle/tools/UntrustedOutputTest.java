@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.chain.Action;
 import org.mtporacle.conformance.report.ConformReport;
 import org.mtporacle.conformance.report.ReportFiles;
@@ -26,7 +27,7 @@ class UntrustedOutputTest {
     @Test
     void inspectOfATraceKeepsEveryValueOnItsLine(@TempDir Path dir) throws Exception {
         Path f = dir.resolve("t.json");
-        TraceFiles.write(new ChainTrace(ChainTrace.FORMAT, FORGED, "", "reference", Map.of("k", FORGED), "exact", 5,
+        TraceFiles.write(new ChainTrace(ChainTrace.FORMAT, FORGED, "", "reference", Map.of("k", FORGED), Tolerance.EXACT, 5,
                 List.of(new Action.Append(List.of(-1), false)), null, 1), f);
         Cli r = Cli.run("inspect", f.toString());
         assertThat(r.exit()).as(r.out()).isZero();
@@ -47,9 +48,9 @@ class UntrustedOutputTest {
 
     @Test
     void mergeOfAShardReportKeepsEveryValueOnItsLine(@TempDir Path dir) throws Exception {
-        ConformReport.Stats s = new ConformReport.Stats(1, 0, 0, 0, 0, 0, 0, 0, 0);
+        ConformReport.Stats s = new ConformReport.Stats(1, 0, 0, 0, 0, 0, 0);
         ConformReport r = new ConformReport("t", "now", 1, 2, List.of("1/1"), FORGED, List.of(new ConformReport.Entry(
-                "reference", FORGED, Map.of(), "tiny", "", "", "f32", FORGED, ConformReport.Status.FAILED, "", 2, 1, 1,
+                "reference", FORGED, Map.of(), "tiny", "", "", Tolerance.F32, FORGED, ConformReport.Status.FAILED, "", 2, 1, 1,
                 s, List.of(new ConformReport.FailureRecord(1, 2, List.of(FORGED), 0, "DRAFT_TOKEN", FORGED, Map.of(),
                         FORGED)))));
         Path shard = ReportFiles.write(r, dir.resolve("shard"));

@@ -4,7 +4,7 @@ import org.mtporacle.api.HostTensor;
 import org.mtporacle.conformance.golden.GoldenTrace.Expect;
 import org.mtporacle.conformance.golden.GoldenTrace.RowState;
 import org.mtporacle.conformance.golden.GoldenTrace.Step;
-import org.mtporacle.conformance.lockstep.Nmse;
+import org.mtporacle.conformance.compare.Nmse;
 import org.mtporacle.io.DocumentFiles;
 import org.mtporacle.io.SafetensorsFile;
 

@@ -7,14 +7,15 @@ import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.RowCheckpoint;
 import org.mtporacle.api.RowSampler;
+import org.mtporacle.api.Tolerance;
+import org.mtporacle.conformance.compare.Divergence;
+import org.mtporacle.conformance.compare.Judge;
+import org.mtporacle.conformance.compare.NearTie;
 import org.mtporacle.conformance.golden.GoldenFiles.Golden;
 import org.mtporacle.conformance.golden.GoldenTrace.Expect;
 import org.mtporacle.conformance.golden.GoldenTrace.RowState;
 import org.mtporacle.conformance.golden.GoldenTrace.Source;
 import org.mtporacle.conformance.golden.GoldenTrace.Step;
-import org.mtporacle.conformance.lockstep.NearTie;
-import org.mtporacle.conformance.lockstep.Nmse;
-import org.mtporacle.conformance.lockstep.Tolerance;
 import org.mtporacle.reference.ReferenceDraftModel;
 import org.mtporacle.reference.ReferenceDraftRows;
 import org.mtporacle.reference.sampling.DraftSampler;
@@ -28,27 +29,21 @@ import java.util.Map;
 
 /**
  * Replays a golden trace's inputs and checks the observables with the conformance kit's rules (DESIGN "Numerics
- * policy"): the reference always replays, following the golden's draft tokens so later positions stay comparable; a
- * token that differs from the reference's own choice passes only as a near-tie ({@link NearTie}, bounds from
- * {@link Tolerance}); the golden's log-probs and top-2 gaps must match the reference's within the greedy token bound;
- * checkpoints match by digest under the {@code exact} profile, else by NMSE when the golden holds the tensors.
+ * policy"), every comparison through one {@link Judge}: the reference always replays, following the golden's draft
+ * tokens so later positions stay comparable; a token that differs from the reference's own choice passes only as a
+ * near-tie ({@link NearTie}); the golden's log-probs and top-2 gaps must match the reference's within the token gap;
+ * checkpoints match by NMSE against the stored tensors, and by digest under an exact profile. Before any replay the
+ * trace's structure is checked ({@link GoldenChecks}): a missing or misplaced observable is MALFORMED_FILE.
  *
  * <p>With a subject backend, the subject replays the same inputs beside the reference and its observables are held to
  * the golden, the reference's log-probs at the golden's path judging its near-ties. A subject row that takes a
  * near-tie leaves the golden's path; its later observables are not compared (counted in {@link Result#offPath()}).
  */
 public final class GoldenVerifier {
-    /** A difference the rules do not allow, at a step. */
-    public record Finding(int step, String side, String message) {
-        @Override
-        public String toString() {
-            return "step " + step + " (" + side + "): " + message;
-        }
-    }
 
-    /** What verification found. */
-    public record Result(String name, String subject, int steps, int stepsRun, List<String> lines,
-                         List<Finding> findings, int comparedTokens, int nearTies, int comparedCheckpoints,
+    /** What verification found: the divergences (at most one step's), and what was compared. */
+    public record Result(String name, String subject, Tolerance tolerance, int steps, int stepsRun, List<String> lines,
+                         List<Divergence> findings, long comparedTokens, long nearTies, long comparedCheckpoints,
                          int digestOnly, int offPath) {
         public boolean ok() {
             return findings.isEmpty() && stepsRun == steps;
@@ -62,22 +57,17 @@ public final class GoldenVerifier {
     }
 
     private final Golden golden;
-    private final Tolerance tol;
-    private final String modelIdentity;
+    private final Judge judge;
     private final int vocab;
-    private final List<Finding> findings = new ArrayList<>();
-    private int comparedTokens;
-    private int nearTies;
-    private int comparedCheckpoints;
+    private final List<Divergence> findings = new ArrayList<>();
     private int digestOnly;
     private int offPathSkips;
     private int step;
 
-    private GoldenVerifier(Golden golden, Tolerance tol, String modelIdentity) {
+    private GoldenVerifier(Golden golden, Tolerance tol, int vocab) {
         this.golden = golden;
-        this.tol = tol;
-        this.modelIdentity = modelIdentity;
-        this.vocab = golden.trace().model().config().vocabSize();
+        this.vocab = vocab;
+        this.judge = new Judge(tol, vocab, "the golden");
     }
 
     /** One side of the replay: its group, what it captured, and (for the subject) which rows left the path. */
@@ -97,10 +87,15 @@ public final class GoldenVerifier {
     /**
      * Replays {@code golden} on {@code reference} (loaded with the golden's model) and, when not null, on
      * {@code subject}; stops after the first step with a finding.
+     *
+     * @throws MtpException MALFORMED_FILE naming the step and field when the trace lacks an observable it must
+     *                      record, carries one verification cannot check, or disagrees with its own model or tensors
      */
     public static Result verify(Golden golden, ReferenceDraftModel reference, DraftModel subject, Tolerance tol,
                                 Progress progress) {
-        return new GoldenVerifier(golden, tol, reference.model().identity()).run(reference, subject, progress);
+        GoldenChecks.check(golden, reference.model().identity(), reference.model().config());
+        return new GoldenVerifier(golden, tol, reference.model().config().vocabSize()).run(reference, subject,
+                progress);
     }
 
     private Result run(ReferenceDraftModel reference, DraftModel subject, Progress progress) {
@@ -125,9 +120,10 @@ public final class GoldenVerifier {
                 }
             }
         }
+        Judge.Counts c = judge.counts();
         return new Result(golden.trace().name(), subject == null ? "reference" : "reference + subject",
-                steps.size(), run, lines, List.copyOf(findings), comparedTokens, nearTies, comparedCheckpoints,
-                digestOnly, offPathSkips);
+                judge.tolerance(), steps.size(), run, lines, List.copyOf(findings), c.comparedTokens(), c.nearTies(),
+                c.comparedCheckpoints(), digestOnly, offPathSkips);
     }
 
     private void run(Step s, Side ref, ReferenceDraftRows refRows, Side sub) {
@@ -187,41 +183,30 @@ public final class GoldenVerifier {
             }
             return cp;
         }
-        for (Step s : golden.trace().steps()) {
-            if (s instanceof GoldenTrace.Capture c && c.id().equals(src.checkpoint()) && c.expect().checkpoint() != null
-                    && c.expect().checkpoint().tensors() != null) {
-                RowState st = c.expect().checkpoint();
-                String where = "steps[" + step + "] checkpoint " + c.id();
-                boolean kv = st.processedTokens() > 1;
-                return new RowCheckpoint(RowCheckpoint.SCHEMA, st.processedTokens(), st.draftOffset(), modelIdentity,
-                        kv ? golden.tensor(st.tensors() + ".keys", where) : null,
-                        kv ? golden.tensor(st.tensors() + ".values", where) : null,
-                        golden.tensor(st.tensors() + ".hidden", where));
+        GoldenTrace.Capture c = null;
+        for (int i = 0; i < step; i++) {
+            if (golden.trace().steps().get(i) instanceof GoldenTrace.Capture k && k.id().equals(src.checkpoint())
+                    && k.expect().checkpoint() != null) {
+                c = k;
             }
         }
-        throw MtpException.malformedFile("golden " + golden.file() + ": steps[" + step + "] appends checkpoint '"
-                + src.checkpoint() + "' from the file, but no capture step stores its tensors");
+        if (c == null) {
+            throw MtpException.malformedFile("golden " + golden.file() + ": steps[" + step + "] appends checkpoint '"
+                    + src.checkpoint() + "' from the file, but no earlier capture step stores its tensors");
+        }
+        return GoldenChecks.stored(golden, c.expect().checkpoint(), "steps[" + step + "] checkpoint " + c.id());
     }
 
-    /** Compares success or failure with the expectation; true when the call succeeded as expected. */
+    /** Compares success or failure and the row count with the expectation; true when the call succeeded as expected. */
     private boolean outcome(Side side, Expect x, RuntimeException e) {
+        Divergence d = judge.outcome(x.error(), null, e);
+        find(side, d);
         if (e != null && !(e instanceof MtpException)) {
-            find(side, "threw " + e + " instead of an MtpException");
             return false;
         }
-        String kind = e == null ? null : ((MtpException) e).kind().name();
-        if (x.error() == null && kind != null) {
-            find(side, "failed with " + kind + " (" + e.getMessage() + "), the golden expects success");
-        } else if (x.error() != null && kind == null) {
-            find(side, "succeeded, the golden expects " + x.error());
-        } else if (x.error() != null && !x.error().equals(kind)) {
-            find(side, "failed with " + kind + " (" + e.getMessage() + "), the golden expects " + x.error());
-        }
-        if (side.rows.rowCount() != x.rowCount()) {
-            find(side, "has " + side.rows.rowCount() + " rows, the golden expects " + x.rowCount());
-            return false;
-        }
-        return kind == null && x.error() == null;
+        Divergence rc = judge.rowCount(x.rowCount(), side.rows.rowCount());
+        find(side, rc);
+        return rc == null && e == null && x.error() == null;
     }
 
     private void after(Step s, Side side) {
@@ -239,63 +224,38 @@ public final class GoldenVerifier {
                 } catch (MtpException e) {
                     cp = null;
                 }
-                if (exp == null && cp != null) {
-                    find(side, "row " + r + " has a retained hidden (P=" + cp.processedTokens() + "), the golden "
-                            + "expects a cold row");
-                } else if (exp != null && cp == null) {
-                    find(side, "row " + r + " cannot be captured, the golden expects P=" + exp.processedTokens());
-                } else if (exp != null) {
-                    checkpoint(side, "row " + r, exp, cp);
+                Divergence d = judge.presence(r, "row " + r, exp != null, cp);
+                find(side, d);
+                if (d == null && exp != null) {
+                    checkpoint(side, r, "row " + r, exp, cp);
                 }
             }
         }
         if (s instanceof GoldenTrace.Capture c && x.checkpoint() != null && !side.offPath.get(c.row())) {
-            checkpoint(side, "capture " + c.id() + " of row " + c.row(), x.checkpoint(), side.captures.get(c.id()));
+            checkpoint(side, c.row(), "capture " + c.id() + " of row " + c.row(), x.checkpoint(),
+                    side.captures.get(c.id()));
         }
     }
 
-    private void checkpoint(Side side, String what, RowState exp, RowCheckpoint cp) {
-        comparedCheckpoints++;
-        if (cp.processedTokens() != exp.processedTokens() || cp.draftOffset() != exp.draftOffset()) {
-            find(side, String.format(Locale.ROOT, "%s: P=%d draftOffset=%d, the golden expects P=%d draftOffset=%d",
-                    what, cp.processedTokens(), cp.draftOffset(), exp.processedTokens(), exp.draftOffset()));
-            return;
-        }
+    /** A row state: against the stored tensors when the golden holds them (and the digest when exact), else P,
+     *  draft offset and, under an exact profile, the digest. */
+    private void checkpoint(Side side, int row, String what, RowState exp, RowCheckpoint cp) {
         String digest = CheckpointDigest.of(cp);
-        boolean exact = tol.kvNmse() == 0 && tol.hiddenNmse() == 0;
         if (exp.tensors() == null) {
-            if (exact && !digest.equals(exp.sha256())) {
-                find(side, what + ": checkpoint digest " + digest + ", the golden expects " + exp.sha256()
-                        + " (no tensors stored to say where they differ)");
-            } else if (!exact) {
+            Divergence d = judge.digestOnly(row, what, exp.processedTokens(), exp.draftOffset(), exp.sha256(), cp,
+                    digest);
+            find(side, d);
+            if (d == null && !judge.tolerance().exact() && !digest.equals(exp.sha256())) {
                 digestOnly++;
             }
             return;
         }
-        boolean kv = cp.processedTokens() > 1;
-        String where = "steps[" + step + "] " + what;
-        int before = findings.size();
-        if (kv) {
-            nmse(side, what, "keys", cp.keys(), golden.tensor(exp.tensors() + ".keys", where), tol.kvNmse());
-            nmse(side, what, "values", cp.values(), golden.tensor(exp.tensors() + ".values", where), tol.kvNmse());
+        RowCheckpoint expected = GoldenChecks.stored(golden, exp, "steps[" + step + "] " + what);
+        Divergence d = judge.checkpoint(row, what, expected, cp);
+        if (d == null && judge.tolerance().exact()) {
+            d = judge.digest(row, what, exp.sha256(), digest, "though the stored tensors match");
         }
-        nmse(side, what, "hidden", cp.hidden(), golden.tensor(exp.tensors() + ".hidden", where), tol.hiddenNmse());
-        if (exact && findings.size() == before && !digest.equals(exp.sha256())) {
-            find(side, what + ": checkpoint digest " + digest + ", the golden expects " + exp.sha256()
-                    + " though the stored tensors match (the digest or the tensors were edited)");
-        }
-    }
-
-    private void nmse(Side side, String what, String name, HostTensor actual, HostTensor expected, double bound) {
-        if (!Arrays.equals(actual.shape(), expected.shape())) {
-            find(side, what + ": " + name + " " + actual.describe() + ", the golden holds " + expected.describe());
-            return;
-        }
-        double e = Nmse.of(actual, expected);
-        if (!(e <= bound)) {
-            find(side, String.format(Locale.ROOT, "%s: %s NMSE %.3g > %.3g (tolerance %s)", what, name, e, bound,
-                    tol.name()));
-        }
+        find(side, d);
     }
 
     private void draft(GoldenTrace.Draft d, Side ref, ReferenceDraftRows refRows, Side sub) {
@@ -306,30 +266,20 @@ public final class GoldenVerifier {
         boolean keep = sub != null && x.tokens() != null;
         RuntimeException e = attempt(() -> refRows.draft(d.pending(), d.depth(), d.steps(), sampling,
                 (row, pos, lp, off, ours) -> {
-                    if (x.tokens() == null || row >= x.tokens().length || pos >= x.tokens()[row].length) {
+                    if (x.tokens() == null) {
                         return ours;
                     }
                     if (keep) {
                         lpAt[row][pos] = Arrays.copyOfRange(lp, off, off + vocab);
                     }
                     int golden = x.tokens()[row][pos];
-                    if (golden < 0 || golden >= vocab) {
-                        find(ref, "row " + row + " position " + pos + ": golden token " + golden + " outside [0, "
-                                + vocab + ")");
-                        return ours;
-                    }
-                    tokenFacts(ref, row, pos, lp, off, ours, golden, d.samplers().get(row),
-                            d.steps()[row] + pos, x);
+                    tokenFacts(ref, row, pos, lp, off, ours, golden, d.samplers().get(row), d.steps()[row] + pos, x);
                     return golden;
                 }));
         if (!outcome(ref, x, e)) {
             if (sub != null) {
                 outcome(sub, x, attempt(() -> sub.rows.draft(d.pending(), d.depth(), d.steps(), sampling)));
             }
-            return;
-        }
-        if (x.tokens() == null || x.tokens().length != b) {
-            find(ref, "the golden's tokens do not have one row per draft row (" + b + ")");
             return;
         }
         if (sub == null) {
@@ -340,6 +290,11 @@ public final class GoldenVerifier {
         if (!outcome(sub, x, se)) {
             return;
         }
+        Divergence malformed = judge.draftResult(theirs[0], b, d.depth());
+        if (malformed != null) {
+            find(sub, malformed);
+            return;
+        }
         for (int r = 0; r < b; r++) {
             for (int p = 0; p < d.depth(); p++) {
                 if (sub.offPath.get(r)) {
@@ -348,68 +303,35 @@ public final class GoldenVerifier {
                 }
                 int golden = x.tokens()[r][p];
                 int their = theirs[0][r][p];
-                comparedTokens++;
-                if (their == golden) {
-                    continue;
-                }
-                RowSampler sampler = d.samplers().get(r);
-                double gap = gap(lpAt[r][p], 0, sampler, d.steps()[r] + p, golden, their);
-                double bound = tol.tokenGap();
-                if (gap <= bound) {
-                    nearTies++;
-                    sub.offPath.set(r, true); // later positions and states of this row follow another token
-                } else {
-                    find(sub, tokenMessage(r, p, their, golden, lpAt[r][p], 0, gap, bound, sampler));
+                Divergence t = judge.token(r, p, lpAt[r][p], 0, golden, their, d.samplers().get(r), d.steps()[r] + p,
+                        "drafted", "the golden has");
+                if (t != null) {
+                    find(sub, t);
+                } else if (their != golden) {
+                    sub.offPath.set(r, true); // a near-tie: later positions and states follow another token
                 }
             }
         }
     }
 
-    /** The reference's checks at one position: its own choice vs the golden token, and the recorded numbers. */
+    /** The reference's checks at one position: the golden token against its own choice, then the recorded numbers. */
     private void tokenFacts(Side ref, int row, int pos, float[] lp, int off, int ours, int golden, RowSampler sampler,
                             long stepIndex, Expect x) {
-        comparedTokens++;
-        if (ours != golden) {
-            double gap = gap(lp, off, sampler, stepIndex, ours, golden);
-            double bound = tol.tokenGap();
-            if (gap <= bound) {
-                nearTies++;
-            } else {
-                find(ref, tokenMessage(row, pos, ours, golden, lp, off, gap, bound, sampler));
-                return;
-            }
+        Divergence d = judge.token(row, pos, lp, off, ours, golden, sampler, stepIndex, "the golden has",
+                "the reference drafts");
+        if (d == null) {
+            d = judge.logprob(row, pos, golden, x.logprobs()[row][pos], lp[off + golden]);
         }
-        float lpDiff = Math.abs(lp[off + golden] - x.logprobs()[row][pos]);
-        if (!(lpDiff <= tol.tokenGap())) {
-            find(ref, String.format(Locale.ROOT, "row %d position %d: log-prob of token %d is %s, the golden says %s "
-                    + "(|Δ| %.3g > %.3g)", row, pos, golden, lp[off + golden], x.logprobs()[row][pos], lpDiff,
-                    tol.tokenGap()));
-            return;
+        if (d == null) {
+            d = judge.top2Gap(row, pos, x.top2Gaps()[row][pos], DraftSampler.top2Gap(lp, off, vocab));
         }
-        float g2 = DraftSampler.top2Gap(lp, off, vocab);
-        float gapDiff = Math.abs(g2 - x.top2Gaps()[row][pos]);
-        if (!(gapDiff <= tol.tokenGap()) && !(g2 == x.top2Gaps()[row][pos])) {
-            find(ref, String.format(Locale.ROOT, "row %d position %d: top-2 gap %s, the golden says %s (|Δ| %.3g > "
-                    + "%.3g)", row, pos, g2, x.top2Gaps()[row][pos], gapDiff, tol.tokenGap()));
-        }
+        find(ref, d);
     }
 
-    /** The near-tie distance of {@code theirs} from {@code ours} in the row {@code lp} (NearTie's units). */
-    private double gap(float[] lp, int off, RowSampler sampler, long stepIndex, int ours, int theirs) {
-        return sampler.isGreedy() ? NearTie.logProbGap(lp, off, ours, theirs)
-                : NearTie.seededGap(lp, off, vocab, sampler, stepIndex, theirs);
-    }
-
-    private String tokenMessage(int row, int pos, int drafted, int expected, float[] lp, int off, double gap,
-                                double bound, RowSampler sampler) {
-        return String.format(Locale.ROOT, "row %d position %d: drafted %d, the golden has %d (reference log-probs "
-                        + "%.5f vs %.5f, gap %.3g > %.3g %s, sampler %s)", row, pos, drafted, expected,
-                lp[off + drafted], lp[off + expected], gap, bound, sampler.isGreedy() ? "greedy" : "seeded",
-                sampler);
-    }
-
-    private void find(Side side, String message) {
-        findings.add(new Finding(step, side.label, message));
+    private void find(Side side, Divergence d) {
+        if (d != null) {
+            findings.add(d.at(step, side.label));
+        }
     }
 
     private static RuntimeException attempt(Runnable r) {

@@ -1,6 +1,7 @@
 package org.mtporacle.conformance.lockstep;
 
 import org.mtporacle.conformance.chain.Action;
+import org.mtporacle.conformance.compare.Divergence;
 
 import java.util.List;
 

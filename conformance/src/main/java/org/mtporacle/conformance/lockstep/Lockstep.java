@@ -2,29 +2,29 @@ package org.mtporacle.conformance.lockstep;
 
 import org.mtporacle.api.DraftModel;
 import org.mtporacle.api.DraftRows;
-import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
 import org.mtporacle.api.RowCheckpoint;
+import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.chain.Action;
 import org.mtporacle.conformance.chain.ChainData;
 import org.mtporacle.conformance.chain.GroupShape;
 import org.mtporacle.conformance.chain.ShapeRules;
-import org.mtporacle.conformance.lockstep.Divergence.Category;
+import org.mtporacle.conformance.compare.Divergence;
+import org.mtporacle.conformance.compare.Divergence.Kind;
+import org.mtporacle.conformance.compare.Divergence.ValueEvidence;
+import org.mtporacle.conformance.compare.Judge;
 import org.mtporacle.reference.ReferenceDraftModel;
 import org.mtporacle.reference.ReferenceDraftRows;
 
 import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 
 /**
  * Drives a backend (the subject) and the reference (the oracle) through the same chain, action by action, and stops
  * at the first divergence (DESIGN "Conformance method"): draft tokens compared tie-aware (both sides continue on the
  * subject's token), every capturable row's checkpoint compared after every state change, and errors compared by kind
- * with the state of both sides unchanged.
+ * with the state of both sides unchanged. Every comparison goes through one {@link Judge}.
  */
 public final class Lockstep {
     private final ReferenceDraftModel oracle;
@@ -66,21 +66,17 @@ public final class Lockstep {
         DraftRows subject;
         GroupShape shape = GroupShape.empty();
         final List<RowCheckpoint[]> pool = new ArrayList<>(); // {oracle's, subject's}
+        final Judge judge = new Judge(tolerance, model.config().vocabSize(), "the reference");
         Divergence divergence;
         int index;
         int executed;
-        int comparedTokens;
-        int nearTies;
-        int comparedCheckpoints;
-        double maxKv;
-        double maxHidden;
         int badCalls;
         int skippedBad;
-        double maxGap;
 
         ChainOutcome.Stats stats() {
-            return new ChainOutcome.Stats(comparedTokens, nearTies, comparedCheckpoints, maxKv, maxHidden, badCalls,
-                    skippedBad, maxGap);
+            Judge.Counts c = judge.counts();
+            return new ChainOutcome.Stats((int) c.comparedTokens(), (int) c.nearTies(), (int) c.comparedCheckpoints(),
+                    c.maxKvNmse(), c.maxHiddenNmse(), badCalls, skippedBad, c.maxNearTieGap());
         }
 
         void step(Action action) {
@@ -121,32 +117,14 @@ public final class Lockstep {
 
         boolean compareOutcome(RuntimeException oe, RuntimeException se, List<RowCheckpoint> oBefore,
                                List<RowCheckpoint> sBefore) {
-            if (se != null && !(se instanceof MtpException)) {
-                diverge(Category.CONTRACT, "backend threw " + se + " instead of an MtpException",
-                        Map.of("exception", String.valueOf(se)));
-                return false;
-            }
             if (oe != null && !(oe instanceof MtpException)) {
                 throw new IllegalStateException("the reference threw a non-contract exception", oe);
             }
-            if (oe == null && se == null) {
-                return true;
-            }
-            if (oe == null || se == null) {
-                MtpException e = (MtpException) (oe == null ? se : oe);
-                diverge(Category.ERROR_BEHAVIOUR, (oe == null ? "backend failed where the reference succeeded: "
-                        : "backend succeeded where the reference failed: ") + e.getMessage(),
-                        Map.of("failedSide", oe == null ? "backend" : "reference", "kind", e.kind().name(),
-                                "message", e.getMessage()));
-                return false;
-            }
             MtpException o = (MtpException) oe;
-            MtpException s = (MtpException) se;
-            if (o.kind() != s.kind()) {
-                diverge(Category.ERROR_BEHAVIOUR, "error kind " + s.kind() + " where the reference says " + o.kind()
-                        + " (" + o.getMessage() + ")", Map.of("referenceKind", o.kind().name(), "backendKind",
-                        s.kind().name(), "referenceMessage", o.getMessage(), "backendMessage", s.getMessage()));
-                return false;
+            Divergence d = judge.outcome(o == null ? null : o.kind().name(), o == null ? null : o.getMessage(), se);
+            if (d != null || oe == null) {
+                diverge(d);
+                return d == null;
             }
             checkUnchanged("reference", oracle, oBefore);
             checkUnchanged("backend", subject, sBefore);
@@ -162,8 +140,9 @@ public final class Lockstep {
                     throw new IllegalStateException("the reference changed its row count in a failed call at action "
                             + index);
                 }
-                diverge(Category.STATE_AFTER_FAILURE, "a failed call changed the backend's row count from "
-                        + shape.rows() + " to " + g.rowCount(), Map.of("before", shape.rows(), "after", g.rowCount()));
+                diverge(Judge.of(Kind.STATE_AFTER_FAILURE, -1, "a failed call changed the backend's row count from "
+                        + shape.rows() + " to " + g.rowCount(), ValueEvidence.of("rowCount", shape.rows(),
+                        g.rowCount())));
                 return;
             }
             List<RowCheckpoint> after = captureAll(g);
@@ -176,8 +155,8 @@ public final class Lockstep {
                         throw new IllegalStateException("the reference changed state in a failed call at action "
                                 + index);
                     }
-                    diverge(Category.STATE_AFTER_FAILURE, "a failed call changed row " + r + " of the backend",
-                            Map.of("row", r));
+                    diverge(Judge.of(Kind.STATE_AFTER_FAILURE, r, "a failed call changed row " + r + " of the "
+                            + "backend", ValueEvidence.of("checkpoint", "as before the call", "changed")));
                     return;
                 }
             }
@@ -214,42 +193,15 @@ public final class Lockstep {
             if (se == null && !wellFormed(theirs[0], b, d.depth())) {
                 return false;
             }
-            int vocab = model.config().vocabSize();
             RuntimeException oe = attempt(() -> oracle.draft(args.pending(), d.depth(), args.steps(), args.sampling(),
                     (row, pos, lp, off, ours) -> {
                         if (se != null) {
                             return ours;
                         }
                         int their = theirs[0][row][pos];
-                        comparedTokens++;
-                        if (their == ours) {
-                            return ours;
-                        }
-                        var sampler = args.sampling().row(row);
-                        long step = args.steps()[row] + pos;
-                        double gap = sampler.isGreedy() ? NearTie.logProbGap(lp, off, ours, their)
-                                : NearTie.seededGap(lp, off, vocab, sampler, step, their);
-                        double bound = tolerance.tokenGap();
-                        if (gap <= bound && divergence == null) {
-                            nearTies++;
-                            maxGap = Math.max(maxGap, gap);
-                        } else if (divergence == null) {
-                            Map<String, Object> det = new LinkedHashMap<>();
-                            det.put("row", row);
-                            det.put("position", pos);
-                            det.put("referenceToken", ours);
-                            det.put("backendToken", their);
-                            det.put("referenceLogprob", lp[off + ours]);
-                            det.put("backendTokenLogprob", lp[off + their]);
-                            det.put("gap", gap);
-                            det.put("gapUnit", sampler.isGreedy() ? "log-prob" : "log-prob (2 x perturbation)");
-                            det.put("tolerance", bound);
-                            det.put("sampler", sampler.toString());
-                            det.put("step", step);
-                            diverge(Category.DRAFT_TOKEN, String.format(
-                                    "row %d position %d: backend drafted %d, reference %d (log-probs %.5f vs %.5f, "
-                                            + "gap %.3g > %.3g, %s)", row, pos, their, ours, lp[off + their],
-                                    lp[off + ours], gap, bound, sampler.isGreedy() ? "greedy" : "seeded"), det);
+                        if (divergence == null) {
+                            diverge(judge.token(row, pos, lp, off, ours, their, args.sampling().row(row),
+                                    args.steps()[row] + pos, "backend drafted", "reference"));
                         }
                         return their;
                     }));
@@ -260,18 +212,8 @@ public final class Lockstep {
         }
 
         boolean wellFormed(int[][] t, int b, int depth) {
-            boolean ok = t != null && t.length == b;
-            for (int r = 0; ok && r < b; r++) {
-                ok = t[r] != null && t[r].length == depth;
-                for (int p = 0; ok && p < depth; p++) {
-                    ok = t[r][p] >= 0 && t[r][p] < model.config().vocabSize();
-                }
-            }
-            if (!ok) {
-                diverge(Category.CONTRACT, "draft returned a malformed result (expected " + b + " rows of " + depth
-                        + " ids in [0, V))", Map.of("result", String.valueOf(t == null ? null : Arrays.deepToString(t))));
-            }
-            return ok;
+            diverge(judge.draftResult(t, b, depth));
+            return divergence == null;
         }
 
         boolean capture(Action.Capture c) {
@@ -285,7 +227,7 @@ public final class Lockstep {
             if (!compareOutcome(oe, se, List.of(), List.of())) {
                 return false;
             }
-            compareCheckpoint(row, pair[0], pair[1]);
+            diverge(judge.checkpoint(row, "row " + row, pair[0], pair[1]));
             pool.add(pair);
             return true;
         }
@@ -309,10 +251,8 @@ public final class Lockstep {
         }
 
         void compareRows() {
-            if (subject.rowCount() != oracle.rowCount()) {
-                diverge(Category.CHECKPOINT, "backend has " + subject.rowCount() + " rows, reference "
-                        + oracle.rowCount(), Map.of("backendRows", subject.rowCount(), "referenceRows",
-                        oracle.rowCount()));
+            diverge(judge.rowCount(oracle.rowCount(), subject.rowCount()));
+            if (divergence != null) {
                 return;
             }
             if (shape.roundOpen()) {
@@ -327,59 +267,11 @@ public final class Lockstep {
                 RuntimeException oe = attempt(() -> pair[0] = oracle.capture(row));
                 RuntimeException se = attempt(() -> pair[1] = subject.capture(row));
                 if (compareOutcome(oe, se, List.of(), List.of())) {
-                    compareCheckpoint(row, pair[0], pair[1]);
+                    diverge(judge.checkpoint(row, "row " + row, pair[0], pair[1]));
                 } else if (divergence == null) {
-                    diverge(Category.CHECKPOINT, "row " + row + " cannot be captured on either side",
-                            Map.of("row", row));
+                    diverge(Judge.of(Kind.CHECKPOINT_STATE, row, "row " + row + " cannot be captured on either side",
+                            ValueEvidence.of("retainedHidden", true, false)));
                 }
-            }
-        }
-
-        void compareCheckpoint(int row, RowCheckpoint o, RowCheckpoint s) {
-            comparedCheckpoints++;
-            if (s == null) {
-                diverge(Category.CONTRACT, "capture(" + row + ") returned null", Map.of("row", row));
-                return;
-            }
-            if (o.processedTokens() != s.processedTokens() || o.draftOffset() != s.draftOffset()
-                    || !o.schema().equals(s.schema()) || !o.modelIdentity().equals(s.modelIdentity())) {
-                diverge(Category.CHECKPOINT, String.format("row %d: backend checkpoint P=%d draftOffset=%d schema=%s, "
-                                + "reference P=%d draftOffset=%d schema=%s", row, s.processedTokens(), s.draftOffset(),
-                        s.schema(), o.processedTokens(), o.draftOffset(), o.schema()),
-                        Map.of("row", row, "backendP", s.processedTokens(), "referenceP", o.processedTokens(),
-                                "backendDraftOffset", s.draftOffset(), "referenceDraftOffset", o.draftOffset()));
-                return;
-            }
-            tensor(row, "keys", o.keys(), s.keys(), tolerance.kvNmse(), true);
-            tensor(row, "values", o.values(), s.values(), tolerance.kvNmse(), true);
-            tensor(row, "hidden", o.hidden(), s.hidden(), tolerance.hiddenNmse(), false);
-        }
-
-        void tensor(int row, String name, HostTensor o, HostTensor s, double bound, boolean kv) {
-            if (divergence != null) {
-                return;
-            }
-            if (o == null || s == null) {
-                if (o != s) {
-                    diverge(Category.CHECKPOINT, "row " + row + ": " + name + " present on one side only",
-                            Map.of("row", row, "tensor", name));
-                }
-                return;
-            }
-            if (!Arrays.equals(o.shape(), s.shape())) {
-                diverge(Category.CHECKPOINT, "row " + row + ": " + name + " shape " + s.describe() + ", reference "
-                        + o.describe(), Map.of("row", row, "tensor", name));
-                return;
-            }
-            double nmse = Nmse.of(s, o);
-            if (kv) {
-                maxKv = Math.max(maxKv, nmse);
-            } else {
-                maxHidden = Math.max(maxHidden, nmse);
-            }
-            if (!(nmse <= bound)) {
-                diverge(Category.CHECKPOINT, String.format("row %d: %s NMSE %.3g > %.3g", row, name, nmse, bound),
-                        Map.of("row", row, "tensor", name, "nmse", nmse, "tolerance", bound));
             }
         }
 
@@ -397,9 +289,10 @@ public final class Lockstep {
             return out;
         }
 
-        void diverge(Category category, String message, Map<String, Object> details) {
-            if (divergence == null) {
-                divergence = new Divergence(index, category, message, details);
+        /** Keeps the first divergence, placed at the current action. */
+        void diverge(Divergence d) {
+            if (divergence == null && d != null) {
+                divergence = d.at(index, "backend");
             }
         }
     }

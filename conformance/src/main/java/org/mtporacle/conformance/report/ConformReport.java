@@ -1,5 +1,7 @@
 package org.mtporacle.conformance.report;
 
+import org.mtporacle.api.Tolerance;
+
 import java.util.List;
 import java.util.Map;
 
@@ -24,7 +26,7 @@ public record ConformReport(String tool, String created, long seed, int chains, 
 
     /** One backend profile on one fixture. */
     public record Entry(String backend, String profile, Map<String, String> options, String fixture,
-                        String fixtureRecipe, String modelIdentity, String tolerance, String numerics,
+                        String fixtureRecipe, String modelIdentity, Tolerance tolerance, String numerics,
                         Status status, String reason, long chainsRun, long passed, double seconds, Stats stats,
                         List<FailureRecord> failures) {
         public Entry {
@@ -37,10 +39,9 @@ public record ConformReport(String tool, String created, long seed, int chains, 
         }
     }
 
-    /** Totals and worst values over an entry's chains. */
+    /** Totals and worst values over an entry's chains (the thresholds they are held to are the entry's tolerance). */
     public record Stats(long comparedTokens, long nearTies, long comparedCheckpoints, double maxKvNmse,
-                        double maxHiddenNmse, long badCalls, double maxNearTieGap, double kvTolerance,
-                        double hiddenTolerance) {
+                        double maxHiddenNmse, long badCalls, double maxNearTieGap) {
     }
 
     /** A shrunk failure: the divergence and its trace. */

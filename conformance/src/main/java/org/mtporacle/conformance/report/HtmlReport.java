@@ -41,7 +41,7 @@ public final class HtmlReport {
             ConformReport.Stats s = e.stats();
             h.append(String.format(Locale.ROOT, "<td>%d / %d</td><td>%.1f</td><td>%s</td><td>%.2e</td><td>%.2e</td>"
                             + "<td>%d (%.3g)</td><td>%d / %d / %d</td><td>%s</td></tr>", e.passed(), e.chainsRun(),
-                    e.seconds() == 0 ? 0 : e.chainsRun() / e.seconds(), esc(e.tolerance()), s.maxKvNmse(),
+                    e.seconds() == 0 ? 0 : e.chainsRun() / e.seconds(), esc(e.tolerance().describe()), s.maxKvNmse(),
                     s.maxHiddenNmse(), s.nearTies(), s.maxNearTieGap(), s.comparedTokens(), s.comparedCheckpoints(),
                     s.badCalls(), esc(e.numerics())));
         }
@@ -90,9 +90,9 @@ public final class HtmlReport {
         }
         int y = 22;
         for (ConformReport.Entry e : entries) {
-            y = bar(s, y, left, width, row, e.key() + " K/V", e.stats().maxKvNmse(), e.stats().kvTolerance());
+            y = bar(s, y, left, width, row, e.key() + " K/V", e.stats().maxKvNmse(), e.tolerance().kvNmse());
             y = bar(s, y, left, width, row, e.key() + " hidden", e.stats().maxHiddenNmse(),
-                    e.stats().hiddenTolerance());
+                    e.tolerance().hiddenNmse());
         }
         return s.append("</svg><p>Bars: worst NMSE seen (0 is drawn at 1e-16); red marks: the tolerance.</p>")
                 .toString();

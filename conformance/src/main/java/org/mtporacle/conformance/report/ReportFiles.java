@@ -141,8 +141,7 @@ public final class ReportFiles {
         ConformReport.Stats s = new ConformReport.Stats(x.comparedTokens() + y.comparedTokens(),
                 x.nearTies() + y.nearTies(), x.comparedCheckpoints() + y.comparedCheckpoints(),
                 Math.max(x.maxKvNmse(), y.maxKvNmse()), Math.max(x.maxHiddenNmse(), y.maxHiddenNmse()),
-                x.badCalls() + y.badCalls(), Math.max(x.maxNearTieGap(), y.maxNearTieGap()), x.kvTolerance(),
-                x.hiddenTolerance());
+                x.badCalls() + y.badCalls(), Math.max(x.maxNearTieGap(), y.maxNearTieGap()));
         ConformReport.Status st = f.isEmpty() ? ConformReport.Status.PASSED : ConformReport.Status.FAILED;
         return new ConformReport.Entry(a.backend(), a.profile(), a.options(), a.fixture(), a.fixtureRecipe(),
                 a.modelIdentity(), a.tolerance(), a.numerics(), st, a.reason(), a.chainsRun() + b.chainsRun(),

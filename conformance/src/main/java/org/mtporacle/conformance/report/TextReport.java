@@ -22,10 +22,12 @@ public final class TextReport {
                 continue;
             }
             sb.append(String.format(Locale.ROOT, "%-22s %-10s %-9s %-11s %4d/%-4d %8.1f %10.2e %10d  %s%n",
-                    l(e.profile()), l(e.fixture()), l(e.tolerance()), e.status().name().toLowerCase(), e.passed(),
+                    l(e.profile()), l(e.fixture()), l(e.tolerance().name()), e.status().name().toLowerCase(), e.passed(),
                     e.chainsRun(), e.seconds() == 0 ? 0 : e.chainsRun() / e.seconds(), e.stats().maxKvNmse(),
                     e.stats().nearTies(), l(e.numerics())));
         }
+        r.entries().stream().map(ConformReport.Entry::tolerance).distinct().forEach(t -> sb.append(String.format(
+                Locale.ROOT, "tolerance %s: %s%n", l(t.name()), l(String.valueOf(t.thresholds())))));
         unavailableBy.forEach((reason, profiles) -> sb.append(String.format(Locale.ROOT, "%s: unavailable, not run: %s%n",
                 l(String.join(", ", new java.util.LinkedHashSet<>(profiles))), l(reason))));
         for (ConformReport.Entry e : r.entries()) {

@@ -7,6 +7,7 @@ import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
 import org.mtporacle.api.Availability;
+import org.mtporacle.api.BackendProfile;
 import org.mtporacle.api.DraftModel;
 import org.mtporacle.api.DraftRows;
 import org.mtporacle.api.DraftSampling;
@@ -15,6 +16,7 @@ import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
 import org.mtporacle.api.RowCheckpoint;
+import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.Campaign;
 import org.mtporacle.conformance.FixtureRecipe;
 import org.mtporacle.conformance.chain.Action;
@@ -22,10 +24,10 @@ import org.mtporacle.conformance.chain.BadCall;
 import org.mtporacle.conformance.chain.ChainData;
 import org.mtporacle.conformance.chain.ChainGenerator;
 import org.mtporacle.conformance.chain.GroupShape;
+import org.mtporacle.conformance.compare.Divergence;
+import org.mtporacle.conformance.compare.Judge;
 import org.mtporacle.conformance.lockstep.ChainOutcome;
 import org.mtporacle.conformance.lockstep.Lockstep;
-import org.mtporacle.conformance.lockstep.Nmse;
-import org.mtporacle.conformance.lockstep.Tolerance;
 import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
 import org.mtporacle.reference.targetmodel.ReferenceTarget;
@@ -64,9 +66,18 @@ public abstract class BackendVerification implements BackendRules {
         return Map.of();
     }
 
-    /** How closely the backend must follow the reference; a backend may tighten it. */
+    /**
+     * How closely the backend must follow the reference: the tolerance of the profile the backend declares for
+     * {@link #backendOptions()} ({@link BackendProfile#matching}). Override only to tighten it; a looser profile
+     * fails every check.
+     */
     protected Tolerance tolerance() {
-        return Tolerance.F32;
+        return declared();
+    }
+
+    /** The tolerance the backend declares for {@link #backendOptions()}. */
+    protected final Tolerance declared() {
+        return BackendProfile.matching(backend.profiles(), backendOptions()).tolerance();
     }
 
     /** The dense fixture the checks run on. */
@@ -119,6 +130,12 @@ public abstract class BackendVerification implements BackendRules {
             System.out.println("[tck] " + backend.name() + " skipped: " + a.reason());
         }
         Assumptions.assumeTrue(a.available(), () -> backend.name() + " is unavailable: " + a.reason());
+        Tolerance t = tolerance();
+        if (!t.atMost(declared())) {
+            fail("tolerance() returns " + t.describe() + ", looser than the profile " + backend.name()
+                    + " declares for these options, " + declared().describe() + "; the hook may only tighten it");
+        }
+        System.out.println("[tck] " + backend.name() + " " + backendOptions() + " held to " + t.describe());
     }
 
     @AfterAll
@@ -625,16 +642,11 @@ public abstract class BackendVerification implements BackendRules {
         return out;
     }
 
+    /** The backend's checkpoint against its own expected one, through the kit's one comparison (a Judge). */
     private void assertClose(String what, RowCheckpoint actual, RowCheckpoint expected) {
-        assertThat(actual.processedTokens()).as("%s: P", what).isEqualTo(expected.processedTokens());
-        assertThat(actual.draftOffset()).as("%s: draftOffset", what).isEqualTo(expected.draftOffset());
-        if (expected.keys() != null) {
-            assertThat(Nmse.of(actual.keys(), expected.keys())).as("%s: keys NMSE", what)
-                    .isLessThanOrEqualTo(tolerance().kvNmse());
-            assertThat(Nmse.of(actual.values(), expected.values())).as("%s: values NMSE", what)
-                    .isLessThanOrEqualTo(tolerance().kvNmse());
+        Divergence d = new Judge(tolerance(), 0, "the expected state").checkpoint(-1, what, expected, actual);
+        if (d != null) {
+            fail(d.message() + " (" + d.details() + ")");
         }
-        assertThat(Nmse.of(actual.hidden(), expected.hidden())).as("%s: hidden NMSE", what)
-                .isLessThanOrEqualTo(tolerance().hiddenNmse());
     }
 }

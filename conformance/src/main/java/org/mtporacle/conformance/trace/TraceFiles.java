@@ -7,12 +7,13 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.RowContract;
+import org.mtporacle.api.Tolerance;
 import org.mtporacle.api.UntrustedText;
 import org.mtporacle.conformance.chain.Action;
 import org.mtporacle.conformance.chain.BadCall;
 import org.mtporacle.conformance.chain.GroupShape;
 import org.mtporacle.conformance.chain.ShapeRules;
-import org.mtporacle.conformance.lockstep.Divergence;
+import org.mtporacle.conformance.compare.Divergence;
 import org.mtporacle.io.StrictJson;
 
 import java.io.IOException;
@@ -48,7 +49,9 @@ public final class TraceFiles {
         root.put("modelIdentity", t.modelIdentity());
         root.put("backend", t.backend());
         root.set("backendOptions", JSON.valueToTree(t.backendOptions()));
-        root.put("tolerance", t.tolerance());
+        root.put("tolerance", t.tolerance().name());
+        root.putObject("thresholds").put("tokenGap", t.tolerance().tokenGap())
+                .put("kvNmse", t.tolerance().kvNmse()).put("hiddenNmse", t.tolerance().hiddenNmse());
         root.put("seed", t.seed());
         root.put("originalLength", t.originalLength());
         ArrayNode actions = root.putArray("actions");
@@ -58,6 +61,7 @@ public final class TraceFiles {
         if (t.divergence() != null) {
             ObjectNode d = root.putObject("divergence");
             d.put("action", t.divergence().actionIndex());
+            d.put("kind", t.divergence().kind().name());
             d.put("category", t.divergence().category().name());
             d.put("message", t.divergence().message());
             d.set("details", JSON.valueToTree(t.divergence().details()));
@@ -98,22 +102,23 @@ public final class TraceFiles {
                 det.properties().forEach(e -> details.put(e.getKey(), e.getValue().isNumber()
                         ? e.getValue().numberValue() : e.getValue().asText()));
             }
+            String kindName = StrictJson.optText(d, "kind", dw);
             String category = StrictJson.text(d, "category", dw);
-            Divergence.Category cat;
+            Divergence.Kind kind;
             try {
-                cat = Divergence.Category.valueOf(category);
+                kind = Divergence.kindOf(kindName, category);
             } catch (IllegalArgumentException e) {
-                throw MtpException.malformedFile(dw + ".category = " + UntrustedText.quote(category)
-                        + " is not a known category");
+                throw MtpException.malformedFile(dw + ".kind " + UntrustedText.quote(kindName) + " or .category "
+                        + UntrustedText.quote(category) + " is not a known one");
             }
-            div = new Divergence(StrictJson.integer(d, "action", -1, Math.max(0, actions.size()), dw), cat,
-                    StrictJson.text(d, "message", dw), details);
+            div = new Divergence(kind, StrictJson.integer(d, "action", -1, Math.max(0, actions.size()), dw),
+                    "backend", -1, -1, new Divergence.RecordedEvidence(details), StrictJson.text(d, "message", dw));
         }
         int originalLength = root.has("originalLength")
                 ? StrictJson.integer(root, "originalLength", 0, Integer.MAX_VALUE, where) : actions.size();
         String identity = StrictJson.optText(root, "modelIdentity", where);
         return new ChainTrace(format, StrictJson.text(root, "fixture", where), identity == null ? "" : identity,
-                StrictJson.text(root, "backend", where), options, StrictJson.text(root, "tolerance", where),
+                StrictJson.text(root, "backend", where), options, tolerance(root, where),
                 StrictJson.longValue(root, "seed", where), actions, div, originalLength);
     }
 
@@ -225,5 +230,22 @@ public final class TraceFiles {
             }
             default -> throw MtpException.malformedFile(where + ": unknown op " + UntrustedText.quote(op));
         };
+    }
+
+    /** The trace's profile: {@code thresholds} when present (any profile), else the built-in one it names. */
+    private static Tolerance tolerance(JsonNode root, String where) {
+        String name = StrictJson.text(root, "tolerance", where);
+        try {
+            if (root.get("thresholds") == null) {
+                return Tolerance.named(name);
+            }
+            JsonNode th = StrictJson.object(root, "thresholds", where);
+            String w = where + ": thresholds";
+            return new Tolerance(name, StrictJson.number(th, "tokenGap", w), StrictJson.number(th, "kvNmse", w),
+                    StrictJson.number(th, "hiddenNmse", w));
+        } catch (MtpException e) {
+            throw e.kind() == MtpException.Kind.MALFORMED_FILE ? e : MtpException.malformedFile(where + ": "
+                    + e.getMessage());
+        }
     }
 }

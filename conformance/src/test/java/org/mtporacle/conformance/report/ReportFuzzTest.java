@@ -3,6 +3,7 @@ package org.mtporacle.conformance.report;
 import com.code_intelligence.jazzer.junit.FuzzTest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
+import org.mtporacle.api.Tolerance;
 import org.mtporacle.io.fuzz.FuzzProperty;
 
 import java.io.IOException;
@@ -60,18 +61,18 @@ class ReportFuzzTest {
 
     /** A report with one passed entry, one unavailable and, when {@code failed}, one failure. */
     static ConformReport sample(boolean failed) {
-        ConformReport.Stats s = new ConformReport.Stats(100, 3, 40, 1.5e-4, 0, 7, 0.05, 2e-3, 1e-5);
+        ConformReport.Stats s = new ConformReport.Stats(100, 3, 40, 1.5e-4, 0, 7, 0.05);
         List<ConformReport.FailureRecord> f = failed ? List.of(new ConformReport.FailureRecord(77, 21,
                 List.of("append [-1]", "prefill L=3 seed=1", "draft depth=2 greedy seed=2"), 2, "DRAFT_TOKEN",
                 "row 0 position 1: backend drafted 5, reference 9", Map.of("row", 0, "gap", 0.5),
                 "traces/t.json")) : List.of();
         return new ConformReport("mtp test", "2026-12-01T00:00:00Z", 1, 20, List.of("1/2"), "synthetic", List.of(
                 new ConformReport.Entry("reference", "reference/vector", Map.of("threads", "1"), "tiny",
-                        "tiny: recipe", "id", "f32", "f32", failed ? ConformReport.Status.FAILED
+                        "tiny: recipe", "id", Tolerance.F32, "f32", failed ? ConformReport.Status.FAILED
                         : ConformReport.Status.PASSED, "", 10, failed ? 9 : 10, 1.5, s, f),
-                new ConformReport.Entry("mlx", "mlx/native", Map.of(), "tiny", "", "", "bf16", "",
+                new ConformReport.Entry("mlx", "mlx/native", Map.of(), "tiny", "", "", Tolerance.BF16, "",
                         ConformReport.Status.UNAVAILABLE, "library not found", 0, 0, 0,
-                        new ConformReport.Stats(0, 0, 0, 0, 0, 0, 0, 0, 0), List.of())));
+                        new ConformReport.Stats(0, 0, 0, 0, 0, 0, 0), List.of())));
     }
 
     static Path inputs() {

@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.mtporacle.api.Tolerance;
 import org.mtporacle.api.MtpException;
 
 /** report.json is read by the strict reader: no duplicates, no trailing content, no fractions, no missing fields. */
@@ -18,10 +19,9 @@ class ReportReadingTest {
     Path dir;
 
     private String valid() {
-        ConformReport.Stats s = new ConformReport.Stats(100, 3, 40, 1.5e-4, 0, 7, 0.05, 2e-3, 1e-5);
+        ConformReport.Stats s = new ConformReport.Stats(100, 3, 40, 1.5e-4, 0, 7, 0.05);
         ConformReport r = new ConformReport("t", "now", 1, 20, List.of("1/2"), "synthetic", List.of(
-                new ConformReport.Entry("reference", "reference/vector", Map.of(), "tiny", "tiny: recipe", "id", "f32",
-                        "f32", ConformReport.Status.PASSED, "", 10, 10, 1.5, s, List.of())));
+                new ConformReport.Entry("reference", "reference/vector", Map.of(), "tiny", "tiny: recipe", "id", Tolerance.F32, "f32", ConformReport.Status.PASSED, "", 10, 10, 1.5, s, List.of())));
         return ReportFiles.toJson(r);
     }
 

@@ -2,6 +2,7 @@ package org.mtporacle.conformance.report;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.mtporacle.api.Tolerance;
 
 import java.nio.file.Path;
 import java.util.List;
@@ -10,33 +11,37 @@ import java.util.Map;
 import static org.assertj.core.api.Assertions.assertThat;
 
 class ReportRenderingTest {
+    private static final Tolerance CUSTOM = new Tolerance("x-cuda", 0.01, 5e-4, 2.5e-6);
+
     @TempDir
     Path dir;
 
     private static ConformReport.Entry entry(String shard, boolean failed) {
-        ConformReport.Stats s = new ConformReport.Stats(100, 3, 40, 1.5e-4, 0, 7, 0.05, 2e-3, 1e-5);
+        ConformReport.Stats s = new ConformReport.Stats(100, 3, 40, 1.5e-4, 0, 7, 0.05);
         List<ConformReport.FailureRecord> f = failed ? List.of(new ConformReport.FailureRecord(77, 21,
                 List.of("append [-1]", "prefill L=3 seed=1", "draft depth=2 greedy seed=2"), 2, "DRAFT_TOKEN",
                 "row 0 position 1: backend drafted 5, reference 9 <gap>", Map.of("row", 0, "gap", 0.5),
                 "traces/t" + shard + ".json")) : List.of();
         return new ConformReport.Entry("mlx", "mlx/native", Map.of("precision", "native"), "tiny", "tiny: recipe",
-                "id", "bf16", "mlx cpu bf16", failed ? ConformReport.Status.FAILED : ConformReport.Status.PASSED, "",
+                "id", Tolerance.BF16, "mlx cpu bf16", failed ? ConformReport.Status.FAILED : ConformReport.Status.PASSED, "",
                 10, failed ? 9 : 10, 1.5, s, f);
     }
 
     @Test
     void aFailureIsRenderedWithItsChainDetailsAndReplayCommand() {
         ConformReport r = new ConformReport("t", "now", 1, 20, List.of("1/2"), "synthetic", List.of(entry("a", true),
-                new ConformReport.Entry("x", "x", Map.of(), "tiny", "", "", "f32", "", ConformReport.Status.UNAVAILABLE,
-                        "library not found — set X", 0, 0, 0, new ConformReport.Stats(0, 0, 0, 0, 0, 0, 0, 0, 0),
+                new ConformReport.Entry("x", "x", Map.of(), "tiny", "", "", CUSTOM, "", ConformReport.Status.UNAVAILABLE,
+                        "library not found — set X", 0, 0, 0, new ConformReport.Stats(0, 0, 0, 0, 0, 0, 0),
                         List.of())));
         String text = TextReport.render(r);
         assertThat(text).contains("FAILED mlx/native @ tiny: DRAFT_TOKEN: row 0 position 1")
                 .contains("at action 2 of 3 (draft depth=2 greedy seed=2), shrunk from 21 actions")
                 .contains("replay: mtp replay traces/ta.json").contains("x: unavailable, not run: library not found — set X")
-                .contains("FAILED: 0 entries passed, 1 failed, 1 unavailable");
+                .contains("FAILED: 0 entries passed, 1 failed, 1 unavailable")
+                .contains("tolerance bf16: token gap 0.08, K/V NMSE 0.002, hidden NMSE 0.00001")
+                .contains("tolerance x-cuda: token gap 0.01, K/V NMSE 0.0005, hidden NMSE 0.0000025");
         String html = HtmlReport.render(r);
-        assertThat(html).contains("&lt;gap&gt;").doesNotContain("<gap>").contains("<b>draft depth=2 greedy seed=2</b>");
+        assertThat(html).contains("bf16 (token gap 0.08, K/V NMSE 0.002, hidden NMSE 0.00001)").contains("&lt;gap&gt;").doesNotContain("<gap>").contains("<b>draft depth=2 greedy seed=2</b>");
     }
 
     @Test
@@ -51,6 +56,7 @@ class ReportRenderingTest {
         assertThat(e.failures()).hasSize(1);
         assertThat(e.status()).isEqualTo(ConformReport.Status.FAILED);
         assertThat(e.stats().comparedTokens()).isEqualTo(200);
+        assertThat(e.tolerance()).as("the profile, thresholds included, survives report.json").isEqualTo(Tolerance.BF16);
         assertThat(merged.shards()).containsExactly("1/2", "2/2");
         assertThat(merged.ok()).isFalse();
     }

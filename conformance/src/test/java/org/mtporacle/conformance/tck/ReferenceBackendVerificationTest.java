@@ -1,7 +1,6 @@
 package org.mtporacle.conformance.tck;
 
 import org.mtporacle.api.MtpBackend;
-import org.mtporacle.conformance.lockstep.Tolerance;
 import org.mtporacle.reference.ReferenceBackend;
 
 import java.nio.file.Path;
@@ -11,11 +10,6 @@ class ReferenceBackendVerificationTest extends BackendVerification {
     @Override
     protected MtpBackend createBackend() {
         return new ReferenceBackend();
-    }
-
-    @Override
-    protected Tolerance tolerance() {
-        return Tolerance.EXACT;
     }
 
     @Override

@@ -3,9 +3,10 @@ package org.mtporacle.conformance.trace;
 import com.code_intelligence.jazzer.junit.FuzzTest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
+import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.chain.Action;
 import org.mtporacle.conformance.chain.ChainGenerator;
-import org.mtporacle.conformance.lockstep.Divergence;
+import org.mtporacle.conformance.compare.Divergence;
 import org.mtporacle.io.fuzz.FuzzProperty;
 
 import java.io.IOException;
@@ -71,9 +72,10 @@ class TraceFuzzTest {
     /** A trace of the chain of {@code seed}, with or without a divergence. */
     static ChainTrace trace(long seed, boolean diverged) {
         List<Action> actions = new ChainGenerator(ChainGenerator.Limits.defaults()).generate(seed);
-        Divergence d = diverged ? new Divergence(actions.size() - 1, Divergence.Category.DRAFT_TOKEN,
-                "draft token differs at row 0 position 1", Map.of("row", 0, "gap", 0.25, "tokens", "3 vs 4")) : null;
-        return new ChainTrace(ChainTrace.FORMAT, "tiny", "abc123", "reference", Map.of("threads", "1"), "f32",
+        Divergence d = diverged ? new Divergence(Divergence.Kind.DRAFT_TOKEN, actions.size() - 1, "backend", 0, 1,
+                new Divergence.TokenEvidence(3, 4, -1f, -1.25f, 0.25, 1e-4, true, "greedy", 7),
+                "draft token differs at row 0 position 1") : null;
+        return new ChainTrace(ChainTrace.FORMAT, "tiny", "abc123", "reference", Map.of("threads", "1"), Tolerance.F32,
                 seed, actions, d, actions.size() + 3);
     }
 

@@ -31,13 +31,16 @@ public final class MlxLibrary {
     private final Path path;
     private final String version;
     private final MlxThread thread;
+    private final List<MlxEnvironment.Setting> environment;
+    private final java.util.concurrent.atomic.AtomicLong operations = new java.util.concurrent.atomic.AtomicLong();
     private final ThreadLocal<String> lastError = new ThreadLocal<>();
     @SuppressWarnings("unused") // keeps the upcall stub alive for the life of the process
     private MemorySegment handlerStub;
 
-    private MlxLibrary(MlxC c, Path path) {
+    private MlxLibrary(MlxC c, Path path, List<MlxEnvironment.Setting> environment) {
         this.c = c;
         this.path = path;
+        this.environment = environment;
         this.thread = new MlxThread();
         installErrorHandler();
         this.version = thread.call(this::readVersion);
@@ -54,6 +57,8 @@ public final class MlxLibrary {
                 return loaded;
             }
             Path p = discovery.locate();
+            // before the library's first call: MLX reads these once (MlxEnvironment says why each is needed)
+            List<MlxEnvironment.Setting> env = MlxEnvironment.apply(System.getenv());
             SymbolLookup lookup;
             MlxC bound;
             try {
@@ -63,7 +68,7 @@ public final class MlxLibrary {
                 throw new MtpException(MtpException.Kind.UNAVAILABLE, "mlx: cannot load " + p + ": " + e.getMessage()
                         + " — set MTP_MLX_LIBRARY to an mlx-c 0.6.x libmlxc", e);
             }
-            MlxLibrary lib = new MlxLibrary(bound, p);
+            MlxLibrary lib = new MlxLibrary(bound, p, env);
             if (!lib.version.startsWith(PINNED_MLX)) {
                 throw new MtpException(MtpException.Kind.UNAVAILABLE, "mlx: " + p + " reports MLX " + lib.version
                         + ", these bindings need MLX " + PINNED_MLX + "x (mlx-c 0.6.x) — install mlx-c 0.6 and set "
@@ -129,6 +134,20 @@ public final class MlxLibrary {
     /** The raw bindings (for {@code …mlx.handle} only). */
     MlxC c() {
         return c;
+    }
+
+    /** The MLX environment settings in force, and whether this backend set them ({@link MlxEnvironment}). */
+    public List<MlxEnvironment.Setting> environment() {
+        return environment;
+    }
+
+    /** Operations (graph nodes) created through {@link MlxOps} in this process, for benchmarks. */
+    public long operations() {
+        return operations.get();
+    }
+
+    void countOperation() {
+        operations.incrementAndGet();
     }
 
     public String version() {

@@ -64,6 +64,7 @@ public final class MlxOps {
             res.close();
             lib.check(name, status);
         }
+        lib.countOperation();
         return scope.track(res);
     }
 

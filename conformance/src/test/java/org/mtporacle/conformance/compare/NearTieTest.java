@@ -1,4 +1,4 @@
-package org.mtporacle.conformance.lockstep;
+package org.mtporacle.conformance.compare;
 
 import org.junit.jupiter.api.Test;
 import org.mtporacle.api.RowSampler;

@@ -1,6 +1,7 @@
-package org.mtporacle.conformance.lockstep;
+package org.mtporacle.conformance.compare;
 
 import org.mtporacle.api.RowSampler;
+import org.mtporacle.api.Tolerance;
 import org.mtporacle.reference.sampling.DraftSampler;
 import org.mtporacle.reference.sampling.MlxRandom;
 

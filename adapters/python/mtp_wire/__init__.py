@@ -1,0 +1,16 @@
+"""mtp_wire: write an MTP engine in Python and have the MTP Oracle kit (mtp tck, mtp conform, mtp replay) drive it
+over the protocol mtp-oracle-wire/1 (conformance/WIRE.md). Stdlib + numpy; Python 3.10+.
+
+    from mtp_wire import Engine, DraftModel, DraftRows, Checkpoint, MtpError, Tensor, serve
+
+Subclass Engine (hello_result, load), DraftModel (open_rows) and DraftRows (the contract calls), then call
+serve(MyEngine()). See README.md."""
+
+from .errors import (BACKEND_FAILURE, ILLEGAL_STATE, INCOMPATIBLE_CHECKPOINT, INCOMPATIBLE_MODEL, INVALID_ARGUMENT,
+                     KINDS, MALFORMED_FILE, UNAVAILABLE, MtpError)
+from .server import PROTOCOL, Checkpoint, DraftModel, DraftRows, Engine, RowSampler, serve
+from .tensor import Tensor
+
+__all__ = ["BACKEND_FAILURE", "ILLEGAL_STATE", "INCOMPATIBLE_CHECKPOINT", "INCOMPATIBLE_MODEL", "INVALID_ARGUMENT",
+           "KINDS", "MALFORMED_FILE", "UNAVAILABLE", "MtpError", "PROTOCOL", "Checkpoint", "DraftModel", "DraftRows",
+           "Engine", "RowSampler", "serve", "Tensor"]

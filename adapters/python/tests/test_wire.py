@@ -1,0 +1,180 @@
+"""The SDK's server loop over a real pipe, as the runner drives it (conformance/WIRE.md): handshake, framing with
+binary tensors, one op per contract call, error replies, protocol mismatch, poisoning, stdout hygiene. The engine
+is numpy_backend.py, started as a child process; its replies are compared with the same calls made in-process."""
+
+import os
+import subprocess
+import sys
+import unittest
+
+import numpy as np
+
+from mtp_wire import Tensor
+from mtp_wire.server import read_frame, write_frame
+from tests.support import ADAPTER, EXAMPLES, EXTERNAL, GREEDY, WireClient, external, f32, hello_args, i32, nb
+
+ENGINE = [sys.executable, os.path.join(EXAMPLES, "numpy_backend.py")]
+
+
+@unittest.skipUnless(os.path.isdir(EXTERNAL), "external reference data not found")
+class WireTest(unittest.TestCase):
+    def setUp(self):
+        self.c = WireClient(ENGINE)
+        self.model_dir = external("bfloat16")[0]
+
+    def tearDown(self):
+        self.c.close()
+
+    def load(self):
+        self.c.ok("hello", hello_args())
+        r, _ = self.c.ok("load", {"directory": self.model_dir, "layout": "hf", "identity": "wire-test",
+                                  "options": {}, "config": {}})
+        return r["model"]
+
+    def test_handshake_claims_a_profile_and_capabilities(self):
+        r, _ = self.c.ok("hello", hello_args())
+        self.assertEqual(r["protocol"], "mtp-oracle-wire/1")
+        self.assertEqual(r["engine"]["name"], "numpy-mtp")
+        self.assertEqual(r["profiles"][0]["tolerance"], {"name": "f32", "tokenGap": 1e-4, "kvNmse": 1e-9,
+                                                         "hiddenNmse": 0})
+        self.assertTrue(r["capabilities"]["seededSampling"])
+        self.assertEqual(self.c.ok("ping")[0], {})
+
+    def test_protocol_mismatch_is_unavailable(self):
+        h, _ = self.c.call("hello", {"protocols": ["mtp-oracle-wire/2"], "runner": "tests"})
+        self.assertFalse(h["ok"])
+        self.assertEqual(h["error"]["kind"], "UNAVAILABLE")
+        self.assertIn("mtp-oracle-wire/1", h["error"]["message"])
+
+    def test_a_round_over_the_wire_equals_the_same_calls_in_process(self):
+        m = self.load()
+        g = self.c.ok("openRows", {"model": m, "checkpoints": [None, None]})[0]["group"]
+        rng = np.random.default_rng(3)
+        toks = rng.integers(0, 1000, (2, 5)).astype(np.int32)
+        ctx = Tensor.from_numpy(rng.standard_normal((2, 5, 256)).astype(np.float32), "BF16")
+        self.c.ok("prefill", {"group": g, "tokens": {"tensor": 0}, "context": {"tensor": 1}}, [i32(toks), ctx])
+        sampling = [{"temperature": 0, "topK": 0, "topP": 1, "seed": "0"},
+                    {"temperature": 0.8, "topK": 20, "topP": 0.9, "seed": "18446744073709551615"}]
+        r, _ = self.c.ok("draft", {"group": g, "pending": [4, 5], "depth": 3, "steps": [1, 1], "sampling": sampling})
+        verify = f32(rng.standard_normal((2, 4, 256)))
+        self.c.ok("commit", {"group": g, "accepted": [3, 1], "context": {"tensor": 0}}, [verify])
+        self.assertEqual(self.c.ok("rowCount", {"group": g})[0], {"rows": 2})
+        res, tensors = self.c.ok("capture", {"group": g, "row": 0})
+        cp = res["checkpoint"]
+        self.assertEqual((cp["schema"], cp["processedTokens"], cp["draftOffset"], cp["modelIdentity"]),
+                         ("qwen-mtp-v1", 9, 8, "wire-test"))
+        self.assertEqual([(t.dtype, t.shape) for t in tensors],
+                         [("F32", (1, 2, 8, 64)), ("F32", (1, 2, 8, 64)), ("F32", (1, 1, 256))])
+
+        local = nb.Model(self.model_dir, "wire-test").open_rows([None, None])
+        local.prefill(i32(toks), ctx)
+        want = local.draft([4, 5], 3, [1, 1], [GREEDY, nb.mtp_wire.RowSampler(0.8, 20, 0.9, (1 << 64) - 1)])
+        self.assertEqual(r["proposals"], want)
+        local.commit([3, 1], verify)
+        mine = local.capture(0)
+        self.assertEqual(bytes(tensors[0].data), bytes(mine.keys.data))
+        self.assertEqual(bytes(tensors[2].data), bytes(mine.hidden.data))
+
+        # a checkpoint sent back is restored byte for byte
+        back = {"schema": "qwen-mtp-v1", "processedTokens": 9, "draftOffset": 8, "modelIdentity": "wire-test",
+                "keys": {"tensor": 0}, "values": {"tensor": 1}, "hidden": {"tensor": 2}}
+        g2 = self.c.ok("openRows", {"model": m, "checkpoints": [back]}, tensors)[0]["group"]
+        _, again = self.c.ok("capture", {"group": g2, "row": 0})
+        self.assertEqual([bytes(t.data) for t in again], [bytes(t.data) for t in tensors])
+
+    def test_errors_carry_kind_and_message_and_leave_the_group_usable(self):
+        m = self.load()
+        g = self.c.ok("openRows", {"model": m, "checkpoints": [None]})[0]["group"]
+        h, _ = self.c.call("prefill", {"group": g, "tokens": {"tensor": 0}, "context": None},
+                           [Tensor.from_numpy(np.zeros((1, 2), np.float32))])
+        self.assertEqual(h["error"]["kind"], "INVALID_ARGUMENT")
+        self.assertTrue(h["error"]["message"].startswith("prefill: tokens dtype F32"))
+        self.assertFalse(h["error"]["poisoned"])
+        h, _ = self.c.call("commit", {"group": g, "accepted": [0], "context": None})
+        self.assertEqual(h["error"]["kind"], "ILLEGAL_STATE")
+        h, _ = self.c.call("draft", {"group": g, "pending": [0], "depth": 1, "steps": [0], "sampling": None})
+        self.assertEqual(h["error"]["kind"], "INVALID_ARGUMENT")
+        h, _ = self.c.call("frobnicate", {})
+        self.assertEqual(h["error"]["kind"], "UNAVAILABLE")
+        h, _ = self.c.call("load", {"directory": "/nonexistent", "layout": "hf", "identity": "x", "options": {}})
+        self.assertEqual(h["error"]["kind"], "INCOMPATIBLE_MODEL")
+        h, _ = self.c.call("load", {"directory": self.model_dir, "layout": "hf", "identity": "x",
+                                    "options": {"precision": "f16"}})
+        self.assertEqual(h["error"]["kind"], "INVALID_ARGUMENT")
+        self.c.ok("close", {"group": g})
+        self.c.ok("close", {"group": g})
+        h, _ = self.c.call("rowCount", {"group": g})
+        self.assertEqual(h["ok"], True)
+        h, _ = self.c.call("capture", {"group": g, "row": 0})
+        self.assertEqual((h["error"]["kind"], h["error"]["message"][:24]), ("ILLEGAL_STATE", "capture: the group is cl"))
+
+    def test_shutdown_exits_zero(self):
+        self.c.ok("hello", hello_args())
+        self.c.ok("shutdown")
+        self.assertEqual(self.c.p.wait(timeout=10), 0)
+
+
+class SdkTest(unittest.TestCase):
+    """The SDK with a toy handler: an unexpected exception poisons the group; print() goes to stderr."""
+
+    TOY = r'''
+import sys
+sys.path.insert(0, %r)
+import mtp_wire
+
+class Rows(mtp_wire.DraftRows):
+    def row_count(self):
+        print("this print must not reach stdout")
+        return 1
+    def prefill(self, tokens, context):
+        raise ZeroDivisionError("boom")
+    def close(self):
+        pass
+
+class Model(mtp_wire.DraftModel):
+    def open_rows(self, checkpoints):
+        return Rows()
+
+class Toy(mtp_wire.Engine):
+    name = "toy"
+    def load(self, directory, layout, identity, options, config):
+        return Model()
+
+sys.exit(mtp_wire.serve(Toy()))
+''' % ADAPTER
+
+    def test_poisoning_and_stdout_hygiene(self):
+        c = WireClient([sys.executable, "-c", self.TOY])
+        try:
+            c.ok("hello", hello_args())
+            m = c.ok("load", {"directory": "x", "layout": "hf", "identity": "i", "options": {}})[0]["model"]
+            g = c.ok("openRows", {"model": m, "checkpoints": []})[0]["group"]
+            self.assertEqual(c.ok("rowCount", {"group": g})[0], {"rows": 1})
+            h, _ = c.call("prefill", {"group": g, "tokens": None, "context": None})
+            self.assertEqual((h["error"]["kind"], h["error"]["poisoned"]), ("BACKEND_FAILURE", True))
+            h, _ = c.call("rowCount", {"group": g})
+            self.assertEqual(h["error"]["kind"], "ILLEGAL_STATE")
+            self.assertIn("poisoned", h["error"]["message"])
+            c.ok("close", {"group": g})
+            c.p.stdin.close()
+            c.p.wait(timeout=10)
+            log = c.p.stderr.read()
+        finally:
+            c.close()
+        self.assertIn(b"this print must not reach stdout", log)
+        self.assertIn(b"ZeroDivisionError", log)
+
+    def test_frames_round_trip_through_bytes(self):
+        import io
+        buf = io.BytesIO()
+        t = Tensor.from_numpy(np.arange(6, dtype=np.float32).reshape(2, 3), "BF16")
+        write_frame(buf, {"id": 1, "op": "x", "args": {"t": {"tensor": 0}}}, [t])
+        buf.seek(0)
+        header, tensors = read_frame(buf)
+        self.assertEqual(header["tensors"], [{"dtype": "BF16", "shape": [2, 3], "nbytes": 12}])
+        np.testing.assert_array_equal(tensors[0].array(), np.arange(6, dtype=np.float32).reshape(2, 3))
+        self.assertIsNone(read_frame(buf))
+
+
+if __name__ == "__main__":
+    unittest.main()

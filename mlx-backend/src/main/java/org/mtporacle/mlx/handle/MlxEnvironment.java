@@ -1,0 +1,97 @@
+package org.mtporacle.mlx.handle;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * The MLX settings this backend needs for correct results, put into the process environment before mlx-c is loaded
+ * (MLX reads them once, at its first use). A variable the user already set is left as it is, and reported so.
+ *
+ * <ul>
+ *   <li>{@code MLX_USE_CUDA_GRAPHS=0}: with CUDA graphs, MLX 0.31's CUDA backend fails every evaluation
+ *       ({@code cudaGraphAddDependencies(...) failed: invalid argument}).</li>
+ *   <li>{@code MLX_ENABLE_TF32=0}: MLX's CUDA backend computes f32 matmuls in TF32 by default (10-bit mantissa),
+ *       which puts checkpoint NMSE near 1e-7, over the {@code f32} profile's 1e-9. bf16 matmuls are unaffected.</li>
+ * </ul>
+ *
+ * <p>The environment is written with the C library's {@code setenv}, so MLX's own {@code getenv} sees it; Java's
+ * {@link System#getenv()} keeps the values the process started with, which is how a user's own setting is told apart.
+ */
+public final class MlxEnvironment {
+
+    /** One setting: the variable, the value in force, whether this backend set it, and why it matters. */
+    public record Setting(String name, String value, boolean setByBackend, String reason) {
+        /** {@code MLX_USE_CUDA_GRAPHS=0 (set by mtp: ...)} or {@code ... (from the environment)}. */
+        public String describe() {
+            return name + "=" + value + (setByBackend ? " (set by mtp: " + reason + ")" : " (from the environment)");
+        }
+    }
+
+    /** What this backend sets, in order, with the reason printed by {@code mtp backends}. */
+    static final Map<String, String[]> REQUIRED = Map.of(
+            "MLX_USE_CUDA_GRAPHS", new String[] {"0", "CUDA graphs fail every evaluation in MLX 0.31"},
+            "MLX_ENABLE_TF32", new String[] {"0", "f32 matmuls would run in TF32"});
+    private static final List<String> ORDER = List.of("MLX_USE_CUDA_GRAPHS", "MLX_ENABLE_TF32");
+
+    private MlxEnvironment() {
+    }
+
+    /**
+     * Sets every required variable that {@code environment} lacks, through {@code setenv}; returns what is in force.
+     * Must run before the first mlx-c call of the process.
+     */
+    static List<Setting> apply(Map<String, String> environment) {
+        List<Setting> out = new ArrayList<>();
+        for (String name : ORDER) {
+            String[] wanted = REQUIRED.get(name);
+            String present = environment.get(name);
+            if (present != null) {
+                out.add(new Setting(name, present, false, wanted[1]));
+                continue;
+            }
+            if (setenv(name, wanted[0])) {
+                out.add(new Setting(name, wanted[0], true, wanted[1]));
+            }
+        }
+        return List.copyOf(out);
+    }
+
+    /** The value the C library's {@code getenv} returns for {@code name}. */
+    static Optional<String> nativeGetenv(String name) {
+        Linker linker = Linker.nativeLinker();
+        MethodHandle getenv = linker.defaultLookup().find("getenv")
+                .map(s -> linker.downcallHandle(s, FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS)))
+                .orElseThrow();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment v = (MemorySegment) getenv.invokeExact(a.allocateFrom(name));
+            return v.equals(MemorySegment.NULL) ? Optional.empty()
+                    : Optional.of(v.reinterpret(Integer.MAX_VALUE).getString(0));
+        } catch (Throwable t) {
+            throw new IllegalStateException("mlx: getenv(" + name + ") failed", t);
+        }
+    }
+
+    private static boolean setenv(String name, String value) {
+        Linker linker = Linker.nativeLinker();
+        Optional<MemorySegment> sym = linker.defaultLookup().find("setenv");
+        if (sym.isEmpty()) {
+            return false; // no setenv (not a POSIX C library): the user sets the variables
+        }
+        MethodHandle h = linker.downcallHandle(sym.get(),
+                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
+        try (Arena a = Arena.ofConfined()) {
+            int status = (int) h.invokeExact(a.allocateFrom(name), a.allocateFrom(value), 0);
+            return status == 0;
+        } catch (Throwable t) {
+            throw new IllegalStateException("mlx: setenv(" + name + ") failed", t);
+        }
+    }
+}
