@@ -11,6 +11,12 @@ import java.util.List;
  * device computation fails mid-call marks the group <em>poisoned</em>; every later call then fails with
  * ILLEGAL_STATE saying so. Tensors passed in are borrowed (copied if kept); checkpoints returned are owned.
  *
+ * <p>Threading and lifetime (spec §11.11): a group serves one call at a time. A call that overlaps another call on the
+ * same group, from another thread or from inside it (a callback), fails with ILLEGAL_STATE and changes nothing;
+ * calls from different threads that do not overlap are fine. {@link #close()} waits for a call running on another
+ * thread. Once the model that opened the group is closed, every call fails with ILLEGAL_STATE; close still works.
+ * {@link AbstractDraftRows} implements all of this once.
+ *
  * <p>Alignment (spec §1.8, §10.1.1): at a committed boundary, a row that has processed {@code P} target tokens holds
  * {@code P − 1} drafter positions and the true hidden {@code h_{P−1}}.
  */

@@ -10,7 +10,17 @@ import java.util.List;
  * reproduce the draws on its own device.
  */
 public record DraftSampling(List<RowSampler> rows) {
+    /** @throws MtpException INVALID_ARGUMENT for a null list or a null row sampler */
     public DraftSampling {
+        if (rows == null) {
+            throw MtpException.invalidArgument("sampling: the list of row samplers is null");
+        }
+        for (int b = 0; b < rows.size(); b++) {
+            if (rows.get(b) == null) {
+                throw MtpException.invalidArgument("sampling: row " + b + " has no sampler (null); give one "
+                        + "RowSampler per row, RowSampler.GREEDY for greedy (spec §7)");
+            }
+        }
         rows = List.copyOf(rows);
     }
 
@@ -22,7 +32,7 @@ public record DraftSampling(List<RowSampler> rows) {
     }
 
     public static DraftSampling of(RowSampler... rows) {
-        return new DraftSampling(List.of(rows));
+        return new DraftSampling(rows == null ? null : Arrays.asList(rows));
     }
 
     public int rowCount() {

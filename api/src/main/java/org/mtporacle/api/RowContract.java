@@ -54,6 +54,7 @@ public final class RowContract {
         if (tokens == null) {
             throw MtpException.invalidArgument(call + ": tokens is null");
         }
+        readable(call, "tokens", tokens);
         if (tokens.dtype() != DType.I32 && tokens.dtype() != DType.I64) {
             throw MtpException.invalidArgument(call + ": tokens dtype " + tokens.dtype() + ", expected I32 or I64");
         }
@@ -84,6 +85,7 @@ public final class RowContract {
         if (context == null) {
             throw MtpException.invalidArgument(call + ": context is null");
         }
+        readable(call, "context", context);
         if (!context.dtype().isFloating() || context.dtype() == DType.F64) {
             throw MtpException.invalidArgument(call + ": context dtype " + context.dtype()
                     + ", expected F32, F16 or BF16");
@@ -222,6 +224,7 @@ public final class RowContract {
         if (t == null) {
             throw MtpException.incompatibleCheckpoint(where + " has no " + name + " tensor");
         }
+        readable(where, name, t);
         if (!t.dtype().isFloating() || t.dtype() == DType.F64) {
             throw MtpException.incompatibleCheckpoint(where + " " + name + " dtype " + t.dtype()
                     + ", expected F32, F16 or BF16");
@@ -248,6 +251,22 @@ public final class RowContract {
             if (cp != null) {
                 checkpoint(call, i, cp, model);
             }
+        }
+    }
+
+    /**
+     * Fails when {@code t}'s memory cannot be read here: a view into a file or arena that was closed, or into an
+     * arena confined to another thread (reading it would throw outside the contract's exceptions).
+     */
+    private static void readable(String where, String name, HostTensor t) {
+        java.lang.foreign.MemorySegment data = t.data();
+        if (!data.scope().isAlive()) {
+            throw MtpException.invalidArgument(where + ": " + name + " cannot be read: its memory was released (the "
+                    + "file or arena holding it is closed)");
+        }
+        if (!data.isAccessibleBy(Thread.currentThread())) {
+            throw MtpException.invalidArgument(where + ": " + name + " cannot be read from this thread (its arena is "
+                    + "confined to another thread)");
         }
     }
 

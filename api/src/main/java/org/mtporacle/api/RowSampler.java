@@ -8,9 +8,21 @@ package org.mtporacle.api;
 public record RowSampler(double temperature, int topK, double topP, long seed) {
     public static final RowSampler GREEDY = new RowSampler(0.0, 0, 1.0, 0L);
 
+    /**
+     * The smallest positive temperature (spec §7): the draw scales log-probs by {@code f32(1 / T)}, and below about
+     * {@code 6e-38} the scaled maximum (a log-prob ≥ −ln V ≥ −22) overflows to −inf, so the draw is no longer the
+     * argmax; {@code 1e-30} keeps a margin of seven orders of magnitude. Temperature 0 is greedy.
+     */
+    public static final double MIN_TEMPERATURE = 1e-30;
+
     public RowSampler {
         if (!(temperature >= 0) || !Double.isFinite(temperature)) {
             throw MtpException.invalidArgument("sampler: temperature = " + temperature + " must be finite and ≥ 0");
+        }
+        if (temperature > 0 && temperature < MIN_TEMPERATURE) {
+            throw MtpException.invalidArgument("sampler: temperature = " + temperature + " is in (0, "
+                    + MIN_TEMPERATURE + "): f32(1/T) times a log-prob overflows and the draw would not be the "
+                    + "argmax; use 0 for greedy (spec §7)");
         }
         if (topK < 0) {
             throw MtpException.invalidArgument("sampler: top_k = " + topK + " must be ≥ 0 (0 disables it)");

@@ -18,6 +18,7 @@ import org.mtporacle.mlx.handle.MlxStream;
 
 import java.util.List;
 import java.util.function.Consumer;
+import java.util.function.Function;
 
 /** A model loaded into MLX: the block's weights and the target head on one device stream, in one compute dtype. */
 public final class MlxDraftModel implements DraftModel, DeviceProbe {
@@ -36,7 +37,7 @@ public final class MlxDraftModel implements DraftModel, DeviceProbe {
     private final int dtype;
     private final DType checkpointDType;
     private final MlxBlock block;
-    private boolean closed;
+    private volatile boolean closed;
 
     MlxDraftModel(MtpModel model, MlxLibrary lib, boolean gpu, Precision precision) {
         this.model = model;
@@ -125,14 +126,27 @@ public final class MlxDraftModel implements DraftModel, DeviceProbe {
 
     /** Runs {@code work} on the MLX thread with a fresh scope and this model's stream. */
     void run(Consumer<MlxOps> work) {
+        call(ops -> {
+            work.accept(ops);
+            return null;
+        });
+    }
+
+    /** {@link #run} for work with a result. */
+    <T> T call(Function<MlxOps, T> work) {
         if (closed) {
             throw MtpException.illegalState("mlx: the model is closed");
         }
-        lib.thread().run(() -> {
+        return lib.thread().call(() -> {
             try (MlxScope scope = new MlxScope(lib)) {
-                work.accept(new MlxOps(stream, scope));
+                return work.apply(new MlxOps(stream, scope));
             }
         });
+    }
+
+    /** True once {@link #close()} ran; the model's groups then refuse every call (spec §11.11). */
+    boolean isClosed() {
+        return closed;
     }
 
     /** {@code t} on the device in the compute dtype. */

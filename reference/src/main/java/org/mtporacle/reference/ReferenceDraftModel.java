@@ -23,7 +23,7 @@ public final class ReferenceDraftModel implements DraftModel {
     private final Kernels kernels;
     private final BlockForward block;
     private final TargetHead head;
-    private boolean closed;
+    private volatile boolean closed;
 
     public ReferenceDraftModel(MtpModel model, Kernels kernels) {
         this(model, kernels, Kernels.offHeap(model.weights()));
@@ -68,6 +68,11 @@ public final class ReferenceDraftModel implements DraftModel {
         ReferenceDraftRows rows = new ReferenceDraftRows(this);
         rows.append(checkpoints);
         return rows;
+    }
+
+    /** True once {@link #close()} ran; the model's groups then refuse every call (spec §11.11). */
+    public boolean isClosed() {
+        return closed;
     }
 
     BlockForward block() {

@@ -9,6 +9,7 @@ import org.mtporacle.api.MtpException.Kind;
 import org.mtporacle.api.MtpModel;
 import org.mtporacle.api.RowCheckpoint;
 import org.mtporacle.api.RowContract;
+import org.mtporacle.api.RowSampler;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -86,6 +87,11 @@ public enum BadCall {
         list.add(x.checkpoint(RowCheckpoint.SCHEMA, 2, 0, x.model.identity(), false));
         g.append(list);
     }),
+    APPEND_CHECKPOINT_RELEASED("§11.12", INVALID_ARGUMENT, s -> !s.roundOpen(), (g, x) -> {
+        RowCheckpoint ok = x.checkpoint(RowCheckpoint.SCHEMA, 1, 0, x.model.identity(), false);
+        g.append(List.of(new RowCheckpoint(ok.schema(), 1, 0, ok.modelIdentity(), null, null,
+                x.released(ok.hidden()))));
+    }),
     APPEND_DURING_ROUND("§9.2", ILLEGAL_STATE, GroupShape::roundOpen,
             (g, x) -> g.append(Collections.singletonList(null))),
 
@@ -145,6 +151,10 @@ public enum BadCall {
         int h = x.config().hiddenSize();
         g.prefill(x.tokens(b, 2), HostTensor.ofInts(new int[b * 2 * h], b, 2, h));
     }),
+    PREFILL_CONTEXT_RELEASED("§11.12", INVALID_ARGUMENT, BadCall::canPrefill,
+            (g, x) -> g.prefill(x.tokens(x.shape.rows(), 2), x.released(x.context(x.shape.rows(), 2)))),
+    PREFILL_TOKENS_RELEASED("§11.12", INVALID_ARGUMENT, BadCall::canPrefill,
+            (g, x) -> g.prefill(x.released(x.tokens(x.shape.rows(), 2)), x.context(x.shape.rows(), 2))),
     PREFILL_DURING_ROUND("§9.2", ILLEGAL_STATE, GroupShape::roundOpen,
             (g, x) -> g.prefill(x.tokens(x.shape.rows(), 1), x.context(x.shape.rows(), 1))),
     PREFILL_NO_ROWS("§11.1", ILLEGAL_STATE, s -> !s.roundOpen() && s.rows() == 0,
@@ -182,6 +192,19 @@ public enum BadCall {
         int b = x.shape.rows();
         g.draft(null, 1, new long[b], DraftSampling.greedy(b));
     }),
+    DRAFT_NULL_ROW_SAMPLER("§11.12", INVALID_ARGUMENT, GroupShape::canDraft, (g, x) -> {
+        int b = x.shape.rows();
+        List<RowSampler> samplers = new ArrayList<>(Collections.nCopies(b, RowSampler.GREEDY));
+        samplers.set(x.rnd.nextInt(b), null);
+        g.draft(new int[b], 1, new long[b], new DraftSampling(samplers));
+    }),
+    DRAFT_TEMPERATURE_BELOW_MINIMUM("§11.12", INVALID_ARGUMENT, GroupShape::canDraft, (g, x) -> {
+        int b = x.shape.rows();
+        RowSampler[] samplers = new RowSampler[b];
+        Arrays.fill(samplers, RowSampler.GREEDY);
+        samplers[x.rnd.nextInt(b)] = RowSampler.of(1e-39, 0, 1.0, 3);
+        g.draft(new int[b], 1, new long[b], DraftSampling.of(samplers));
+    }),
     DRAFT_DURING_ROUND("§11.1", ILLEGAL_STATE, GroupShape::roundOpen, (g, x) -> x.draft(g, 1, 0)),
     DRAFT_COLD_ROW("§5.7", ILLEGAL_STATE, s -> !s.roundOpen() && s.hasColdRow(), (g, x) -> x.draft(g, 1, 0)),
     DRAFT_NO_ROWS("§11.1", ILLEGAL_STATE, s -> !s.roundOpen() && s.rows() == 0,
@@ -213,6 +236,8 @@ public enum BadCall {
     COMMIT_CONTEXT_F16_NAN("§11.1", INVALID_ARGUMENT, GroupShape::roundOpen,
             (g, x) -> g.commit(new int[x.shape.rows()],
                     x.poisoned(x.shape.rows(), x.shape.depth() + 1, Float.NaN).convert(DType.F16))),
+    COMMIT_CONTEXT_RELEASED("§11.12", INVALID_ARGUMENT, GroupShape::roundOpen,
+            (g, x) -> g.commit(new int[x.shape.rows()], x.released(x.context(x.shape.rows(), x.shape.depth() + 1)))),
     COMMIT_CONTEXT_WRONG_HIDDEN("§11.1", INVALID_ARGUMENT, GroupShape::roundOpen, (g, x) -> {
         int b = x.shape.rows();
         int w = x.shape.depth() + 1;
@@ -317,6 +342,16 @@ public enum BadCall {
                 v[rnd.nextInt(v.length)] = bad;
             }
             return HostTensor.ofFloats(v, b, l, config().hiddenSize());
+        }
+
+        /** A view of {@code t}'s bytes in an arena that is already closed (a tensor of a file closed since). */
+        HostTensor released(HostTensor t) {
+            java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared();
+            java.lang.foreign.MemorySegment seg = arena.allocate(Math.max(1, t.byteSize()));
+            seg.copyFrom(t.data());
+            HostTensor view = HostTensor.view(t.dtype(), t.shape(), seg.asSlice(0, t.byteSize()));
+            arena.close();
+            return view;
         }
 
         HostTensor kv(int positions) {

@@ -41,10 +41,17 @@ public interface BackendRules {
     void required_s11_1_closedGroupRefusesEveryCall();
 
     /**
-     * §9.2: thread confinement is backend-specific (the reference is not confined; a group is used by one thread at a
-     * time); untested.
+     * §11.11: a group whose model was closed refuses append, filterRows, prefill, draft, commit and capture with
+     * ILLEGAL_STATE naming the call; close still works. On failure: the call and what it did instead.
      */
-    void untested_s9_2_callsFromAnotherThread();
+    void required_s11_11_closedModelRefusesEveryCall();
+
+    /**
+     * §11.11 (random timing): two threads prefill one group at once, many times; each call either completes or is
+     * refused with ILLEGAL_STATE, and the group ends as some sequential order of the calls that completed leaves it.
+     * On failure: the trial, the outcomes and which row differs.
+     */
+    void stochastic_s11_11_overlappingCallsNeverCorrupt();
 
     /** §10.1.7: capture → restore → capture is byte-identical. */
     void required_s10_1_7_checkpointRoundTripIsByteIdentical();

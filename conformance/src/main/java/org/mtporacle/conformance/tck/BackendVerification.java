@@ -113,6 +113,11 @@ public abstract class BackendVerification implements BackendRules {
         return 2050;
     }
 
+    /** How many §11.11 overlap trials to run (two prefills racing on one group each). */
+    protected int overlapTrials() {
+        return 40;
+    }
+
     /** Where fixtures are cached. */
     protected Path fixtureCache() {
         return FixtureRecipe.defaultCache();
@@ -291,7 +296,7 @@ public abstract class BackendVerification implements BackendRules {
                         assertThat(e.kind()).as("%s in state %s: %s", call, setup, e.getMessage())
                                 .isEqualTo(call.expectedKind());
                         assertThat(e.getMessage()).as("%s message names the call", call)
-                                .matches("^(append|filterRows|prefill|draft|commit|capture): .+");
+                                .matches("^(append|filterRows|prefill|draft|commit|capture|sampler|sampling): .+");
                     }
                     assertThat(g.rowCount()).as("%s in %s: row count unchanged", call, setup).isEqualTo(rows);
                     List<RowCheckpoint> after = captureAll(g, shape);
@@ -360,12 +365,121 @@ public abstract class BackendVerification implements BackendRules {
     }
 
     @Test
-    @DisplayName("§9.2 calls from another thread (backend-specific; not checked)")
+    @DisplayName("§11.11 a group whose model was closed refuses every call")
     @Override
-    public void untested_s9_2_callsFromAnotherThread() {
-        Assumptions.abort("untested: the contract does not confine a group to a thread (the reference accepts calls "
-                + "from any thread, one at a time); a backend that confines its device state to a thread must refuse "
-                + "other threads with ILLEGAL_STATE and test that itself");
+    public void required_s11_11_closedModelRefusesEveryCall() {
+        MtpModel m = model(denseFixture());
+        DraftModel d = subject(denseFixture());
+        int h = m.config().hiddenSize();
+        DraftRows g = d.openRows(Arrays.asList(null, null));
+        prefill(g, m, 3, 51);
+        RowCheckpoint cp = g.capture(0);
+        d.close();
+        List<Map.Entry<String, Runnable>> calls = List.of(
+                Map.entry("append", () -> g.append(List.of(cp))),
+                Map.entry("filterRows", () -> g.filterRows(new int[] {1, 0})),
+                Map.entry("prefill", () -> prefill(g, m, 2, 52)),
+                Map.entry("draft", () -> g.draft(new int[2], 1, new long[2], DraftSampling.greedy(2))),
+                Map.entry("commit", () -> g.commit(new int[2], ChainData.hiddens(new SplittableRandom(53), 2, 2, h))),
+                Map.entry("capture", () -> g.capture(0)));
+        for (Map.Entry<String, Runnable> call : calls) {
+            try {
+                call.getValue().run();
+                fail(call.getKey() + " on a group whose model was closed was accepted");
+            } catch (MtpException e) {
+                assertThat(e.kind()).as("%s after the model closed: %s", call.getKey(), e.getMessage())
+                        .isEqualTo(MtpException.Kind.ILLEGAL_STATE);
+                assertThat(e.getMessage()).as("%s message names the call", call.getKey())
+                        .startsWith(call.getKey() + ": ");
+            } catch (RuntimeException e) {
+                fail(call.getKey() + " on a group whose model was closed threw " + e + ", expected ILLEGAL_STATE");
+            }
+        }
+        assertThat(g.rowCount()).as("row count after the refused calls").isEqualTo(2);
+        g.close();
+        assertThat(g.isClosed()).isTrue();
+    }
+
+    @Test
+    @DisplayName("§11.11 overlapping calls from two threads are refused or serialised, never corrupt a group")
+    @Override
+    public void stochastic_s11_11_overlappingCallsNeverCorrupt() {
+        MtpModel m = model(denseFixture());
+        DraftModel d = subject(denseFixture());
+        int v = m.config().vocabSize();
+        int h = m.config().hiddenSize();
+        ChainData.PrefillArgs first = ChainData.prefill(71, 2, 3, v, h);
+        ChainData.PrefillArgs a = ChainData.prefill(72, 2, 48, v, h);
+        ChainData.PrefillArgs b = ChainData.prefill(73, 2, 40, v, h);
+        // the states a sequential order can leave: a then b, b then a, a alone, b alone
+        Map<String, List<RowCheckpoint>> sequential = new java.util.LinkedHashMap<>();
+        for (String order : List.of("ab", "ba", "a", "b")) {
+            try (DraftRows g = d.openRows(Arrays.asList(null, null))) {
+                g.prefill(first.tokens(), first.context());
+                for (char c : order.toCharArray()) {
+                    ChainData.PrefillArgs p = c == 'a' ? a : b;
+                    g.prefill(p.tokens(), p.context());
+                }
+                sequential.put(order, List.of(g.capture(0), g.capture(1)));
+            }
+        }
+        int refused = 0;
+        for (int trial = 0; trial < overlapTrials(); trial++) {
+            try (DraftRows g = d.openRows(Arrays.asList(null, null))) {
+                g.prefill(first.tokens(), first.context());
+                java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(2);
+                Throwable[] outcome = new Throwable[2];
+                Thread[] threads = new Thread[2];
+                for (int t = 0; t < 2; t++) {
+                    ChainData.PrefillArgs p = t == 0 ? a : b;
+                    int slot = t;
+                    threads[t] = new Thread(() -> {
+                        try {
+                            start.await();
+                            g.prefill(p.tokens(), p.context());
+                        } catch (Throwable e) {
+                            outcome[slot] = e;
+                        }
+                    });
+                    threads[t].start();
+                }
+                for (Thread t : threads) {
+                    try {
+                        t.join(60_000);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        fail("interrupted while waiting for trial " + trial);
+                    }
+                    assertThat(t.isAlive()).as("trial %d: both calls return", trial).isFalse();
+                }
+                for (Throwable e : outcome) {
+                    if (e != null) {
+                        refused++;
+                        assertThat(e).as("trial %d: an overlapping call fails as ILLEGAL_STATE", trial)
+                                .isInstanceOfSatisfying(MtpException.class, x -> assertThat(x.kind())
+                                        .isEqualTo(MtpException.Kind.ILLEGAL_STATE));
+                    }
+                }
+                assertThat(outcome[0] != null && outcome[1] != null).as("trial %d: one call completes", trial)
+                        .isFalse();
+                List<String> orders = outcome[0] != null ? List.of("b") : outcome[1] != null ? List.of("a")
+                        : List.of("ab", "ba");
+                List<RowCheckpoint> now = List.of(g.capture(0), g.capture(1));
+                assertThat(orders.stream().anyMatch(o -> sameRows(sequential.get(o), now)))
+                        .as("trial %d: the group ends as %s leaves it", trial, orders).isTrue();
+            }
+        }
+        System.out.println("[tck] " + backend.name() + ": " + overlapTrials() + " overlapping prefill pairs, " + refused
+                + " calls refused, every group in a sequential state");
+    }
+
+    private static boolean sameRows(List<RowCheckpoint> want, List<RowCheckpoint> got) {
+        for (int r = 0; r < want.size(); r++) {
+            if (!want.get(r).contentEquals(got.get(r))) {
+                return false;
+            }
+        }
+        return true;
     }
 
     @Test

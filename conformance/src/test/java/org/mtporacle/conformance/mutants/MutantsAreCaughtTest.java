@@ -48,7 +48,7 @@ class MutantsAreCaughtTest {
     }
 
     @ParameterizedTest(name = "{0}")
-    @EnumSource(value = Mutation.class, names = {"NONE", "APPEND_AFTER_CLOSE"}, mode = EnumSource.Mode.EXCLUDE)
+    @EnumSource(value = Mutation.class, names = {"NONE", "APPEND_AFTER_CLOSE", "MODEL_CLOSE_IGNORED"}, mode = EnumSource.Mode.EXCLUDE)
     void everyMutantIsCaughtWithAShortReplayableCounterexample(Mutation mutation) throws Exception {
         Path traces = Files.createTempDirectory("mutant-traces");
         long start = System.nanoTime();

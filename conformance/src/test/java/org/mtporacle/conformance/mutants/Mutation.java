@@ -32,5 +32,10 @@ public enum Mutation {
      * append forgets to check that the group is closed and adds rows to it. Lockstep chains never close a group, so
      * only the TCK's closed-group check catches it (excluded from {@code MutantsAreCaughtTest}).
      */
-    APPEND_AFTER_CLOSE
+    APPEND_AFTER_CLOSE,
+    /**
+     * The group keeps computing after its model was closed. Lockstep chains never close a model, so only the TCK's
+     * closed-model check catches it (excluded from {@code MutantsAreCaughtTest}).
+     */
+    MODEL_CLOSE_IGNORED
 }

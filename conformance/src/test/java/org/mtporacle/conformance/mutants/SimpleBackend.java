@@ -29,6 +29,7 @@ public final class SimpleBackend implements DraftModel {
     private final MtpWeights w;
     private final Kernels k = new Kernels(KernelMode.SCALAR, 1);
     private final Mutation bug;
+    private volatile boolean modelClosed;
 
     public SimpleBackend(MtpModel model, Mutation bug) {
         this.model = model;
@@ -56,6 +57,7 @@ public final class SimpleBackend implements DraftModel {
 
     @Override
     public void close() {
+        modelClosed = true;
         k.close();
     }
 
@@ -73,14 +75,66 @@ public final class SimpleBackend implements DraftModel {
         boolean round;
         int depth;
         boolean closed;
+        final java.util.concurrent.atomic.AtomicReference<String> busy = new java.util.concurrent.atomic.AtomicReference<>();
+
+        /** One call at a time, none after the model closed (spec §11.11); written apart from the shared skeleton. */
+        private <T> T guarded(String call, java.util.function.Supplier<T> body) {
+            if (!busy.compareAndSet(null, call)) {
+                throw MtpException.illegalState(call + ": " + busy.get() + " is in progress on this group");
+            }
+            try {
+                if (modelClosed && !closed && bug != Mutation.MODEL_CLOSE_IGNORED) {
+                    throw MtpException.illegalState(call + ": the model is closed");
+                }
+                return body.get();
+            } finally {
+                busy.set(null);
+            }
+        }
+
+        @Override
+        public void append(List<RowCheckpoint> cps) {
+            guarded("append", () -> {
+                doAppend(cps);
+                return null;
+            });
+        }
+        @Override
+        public void filterRows(int[] keep) {
+            guarded("filterRows", () -> {
+                doFilterRows(keep);
+                return null;
+            });
+        }
+        @Override
+        public void prefill(HostTensor tokens, HostTensor context) {
+            guarded("prefill", () -> {
+                doPrefill(tokens, context);
+                return null;
+            });
+        }
+        @Override
+        public int[][] draft(int[] pending, int d, long[] steps, DraftSampling sampling) {
+            return guarded("draft", () -> doDraft(pending, d, steps, sampling));
+        }
+        @Override
+        public void commit(int[] accepted, HostTensor context) {
+            guarded("commit", () -> {
+                doCommit(accepted, context);
+                return null;
+            });
+        }
+        @Override
+        public RowCheckpoint capture(int row) {
+            return guarded("capture", () -> doCapture(row));
+        }
 
         @Override
         public int rowCount() {
             return rows.size();
         }
 
-        @Override
-        public void append(List<RowCheckpoint> cps) {
+        private void doAppend(List<RowCheckpoint> cps) {
             RowContract.checkUsable("append", closed && bug != Mutation.APPEND_AFTER_CLOSE, null);
             RowContract.checkNoOpenRound("append", round);
             if (bug != Mutation.BAD_APPEND_HALF_MUTATES) {
@@ -108,8 +162,7 @@ public final class SimpleBackend implements DraftModel {
             }
         }
 
-        @Override
-        public void filterRows(int[] keep) {
+        private void doFilterRows(int[] keep) {
             RowContract.checkUsable("filterRows", closed, null);
             RowContract.checkNoOpenRound("filterRows", round);
             RowContract.keep(keep, rows.size());
@@ -130,8 +183,7 @@ public final class SimpleBackend implements DraftModel {
             rows = next;
         }
 
-        @Override
-        public void prefill(HostTensor tokens, HostTensor context) {
+        private void doPrefill(HostTensor tokens, HostTensor context) {
             RowContract.checkUsable("prefill", closed, null);
             RowContract.checkNoOpenRound("prefill", round);
             RowContract.checkHasRows("prefill", rows.size());
@@ -152,8 +204,7 @@ public final class SimpleBackend implements DraftModel {
             }
         }
 
-        @Override
-        public int[][] draft(int[] pending, int d, long[] steps, DraftSampling sampling) {
+        private int[][] doDraft(int[] pending, int d, long[] steps, DraftSampling sampling) {
             RowContract.checkUsable("draft", closed, null);
             RowContract.checkNoOpenRound("draft", round);
             RowContract.checkHasRows("draft", rows.size());
@@ -192,8 +243,7 @@ public final class SimpleBackend implements DraftModel {
             return out;
         }
 
-        @Override
-        public void commit(int[] accepted, HostTensor context) {
+        private void doCommit(int[] accepted, HostTensor context) {
             RowContract.checkUsable("commit", closed, null);
             if (!round) {
                 throw MtpException.illegalState("commit: no draft round is open");
@@ -223,8 +273,7 @@ public final class SimpleBackend implements DraftModel {
             depth = 0;
         }
 
-        @Override
-        public RowCheckpoint capture(int row) {
+        private RowCheckpoint doCapture(int row) {
             RowContract.checkUsable("capture", closed, null);
             RowContract.checkNoOpenRound("capture", round);
             RowContract.row("capture", row, rows.size());

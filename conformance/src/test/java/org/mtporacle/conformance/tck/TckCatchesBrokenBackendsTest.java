@@ -36,6 +36,8 @@ class TckCatchesBrokenBackendsTest {
                         new String[] {"required_s10_1_11_filterRowsPermutesRows"}),
                 Arguments.of(Mutation.APPEND_AFTER_CLOSE,
                         new String[] {"required_s11_1_closedGroupRefusesEveryCall"}),
+                Arguments.of(Mutation.MODEL_CLOSE_IGNORED,
+                        new String[] {"required_s11_11_closedModelRefusesEveryCall"}),
                 Arguments.of(Mutation.GATE_NOT_APPLIED,
                         new String[] {"stochastic_s5_randomChainsFollowTheReference",
                                 "required_s5_8_commitKeepsAcceptedPlusOneRows"}));
@@ -95,6 +97,11 @@ class TckCatchesBrokenBackendsTest {
         @Override
         protected int prefillSplitLength() {
             return 60;
+        }
+
+        @Override
+        protected int overlapTrials() {
+            return 10;
         }
 
         @Override

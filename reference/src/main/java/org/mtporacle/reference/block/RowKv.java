@@ -68,9 +68,17 @@ public final class RowKv {
 
     /** Keys or values of the valid positions as {@code [nKV, length, D]} row-major. */
     public float[] export(boolean wantKeys) {
-        float[] out = new float[numKvHeads * length * headDim];
+        return export(wantKeys, length);
+    }
+
+    /** Keys or values of the first {@code n ≤ capacity} positions as {@code [nKV, n, D]} row-major. */
+    public float[] export(boolean wantKeys, int n) {
+        if (n < 0 || n > capacity) {
+            throw new IllegalStateException("kv: export of " + n + " positions outside [0, " + capacity + "]");
+        }
+        float[] out = new float[numKvHeads * n * headDim];
         for (int h = 0; h < numKvHeads; h++) {
-            System.arraycopy(wantKeys ? keys[h] : values[h], 0, out, h * length * headDim, length * headDim);
+            System.arraycopy(wantKeys ? keys[h] : values[h], 0, out, h * n * headDim, n * headDim);
         }
         return out;
     }
