@@ -47,8 +47,17 @@ def broken_commit(self, accepted, context):
     self.depth = 0
 
 
+class BrokenEngine(nb.NumpyEngine):
+    name = "numpy-mtp-broken"
+
+    def hello_result(self):
+        r = super().hello_result()
+        r["profiles"][0]["label"] = "numpy-f64-broken"
+        r["description"] = "numpy_backend.py with a deliberate bug in commit at full acceptance (spec §5.8 step 2)"
+        return r
+
+
 nb.Rows.commit = broken_commit
-nb.NumpyEngine.name = "numpy-mtp-broken"
 
 if __name__ == "__main__":
-    sys.exit(nb.main(sys.argv))
+    sys.exit(nb.mtp_wire.serve(BrokenEngine()))

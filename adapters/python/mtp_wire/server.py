@@ -245,7 +245,7 @@ class Server:
         while True:
             try:
                 frame = read_frame(self.inp)
-            except (ProtocolError, ValueError) as e:
+            except (ProtocolError, ValueError, TypeError, AttributeError) as e:
                 self.log.write("mtp_wire: unreadable request: %s\n" % e)
                 self.log.flush()
                 return 2
@@ -261,6 +261,12 @@ class Server:
             except E.MtpError as e:
                 write_frame(self.out, {"id": rid, "ok": False, "error": {
                     "kind": e.kind, "message": _one_line(e.message), "poisoned": e.poisoned}})
+            except Exception as e:  # noqa: BLE001 - a malformed request or result: answer, log, keep serving
+                traceback.print_exc(file=self.log)
+                self.log.flush()
+                write_frame(self.out, {"id": rid, "ok": False, "error": {
+                    "kind": E.BACKEND_FAILURE, "message": _one_line("%s: %s: %s" % (op, type(e).__name__, e)),
+                    "poisoned": False}})
             if op == "shutdown":
                 return 0
 

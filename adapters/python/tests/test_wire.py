@@ -94,6 +94,8 @@ class WireTest(unittest.TestCase):
         self.assertEqual(h["error"]["kind"], "ILLEGAL_STATE")
         h, _ = self.c.call("draft", {"group": g, "pending": [0], "depth": 1, "steps": [0], "sampling": None})
         self.assertEqual(h["error"]["kind"], "INVALID_ARGUMENT")
+        h, _ = self.c.call("capture", {"group": g, "row": {"tensor": 5}})
+        self.assertEqual(h["error"]["kind"], "BACKEND_FAILURE")   # a reference to a tensor that is not there
         h, _ = self.c.call("frobnicate", {})
         self.assertEqual(h["error"]["kind"], "UNAVAILABLE")
         h, _ = self.c.call("load", {"directory": "/nonexistent", "layout": "hf", "identity": "x", "options": {}})
@@ -112,6 +114,23 @@ class WireTest(unittest.TestCase):
         self.c.ok("hello", hello_args())
         self.c.ok("shutdown")
         self.assertEqual(self.c.p.wait(timeout=10), 0)
+
+
+class TransformersImportSafetyTest(unittest.TestCase):
+    def test_without_torch_the_engine_speaks_and_says_why_it_is_unavailable(self):
+        try:
+            import torch  # noqa: F401
+            self.skipTest("torch is installed here; the GPU check script covers this backend")
+        except ImportError:
+            pass
+        c = WireClient([sys.executable, os.path.join(EXAMPLES, "transformers_backend.py"), "--device", "cuda"])
+        try:
+            r, _ = c.ok("hello", hello_args())
+            self.assertIn("torch is not installed", r["unavailable"])
+            h, _ = c.call("load", {"directory": "/x", "layout": "hf", "identity": "i", "options": {}})
+            self.assertEqual(h["error"]["kind"], "UNAVAILABLE")
+        finally:
+            c.close()
 
 
 class SdkTest(unittest.TestCase):

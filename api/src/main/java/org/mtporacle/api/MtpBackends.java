@@ -9,15 +9,32 @@ public final class MtpBackends {
     private MtpBackends() {
     }
 
-    /** Every backend found by {@link ServiceLoader}, the reference first, then by name. */
+    /**
+     * Every backend found by {@link ServiceLoader}, the reference first, then by name: through the calling thread's
+     * context class loader when it sees this API (the {@code mtp} command puts {@code --plugin} jars there), else
+     * through this class's own.
+     */
     public static List<MtpBackend> all() {
         List<MtpBackend> out = new ArrayList<>();
-        for (MtpBackend b : ServiceLoader.load(MtpBackend.class, MtpBackends.class.getClassLoader())) {
+        for (MtpBackend b : ServiceLoader.load(MtpBackend.class, loader())) {
             out.add(b);
         }
         out.sort((a, b) -> a.name().equals("reference") ? -1 : b.name().equals("reference") ? 1
                 : a.name().compareTo(b.name()));
         return out;
+    }
+
+    private static ClassLoader loader() {
+        ClassLoader own = MtpBackends.class.getClassLoader();
+        ClassLoader context = Thread.currentThread().getContextClassLoader();
+        if (context == null || context == own) {
+            return own;
+        }
+        try {
+            return Class.forName(MtpBackend.class.getName(), false, context) == MtpBackend.class ? context : own;
+        } catch (ClassNotFoundException e) {
+            return own;
+        }
     }
 
     /**

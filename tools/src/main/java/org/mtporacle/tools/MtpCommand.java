@@ -4,6 +4,10 @@ import org.mtporacle.api.MtpException;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
 /** The {@code mtp} command: a thin shell over the library; each subcommand parses, calls and prints. */
 @Command(name = "mtp", mixinStandardHelpOptions = true, versionProvider = MtpCommand.Version.class,
         description = "MTP Oracle: reference interpreter and conformance kit for Qwen3.5 MTP drafting.",
@@ -30,6 +34,11 @@ public final class MtpCommand implements Runnable {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
+    @CommandLine.Option(names = "--plugin", paramLabel = "JAR", scope = CommandLine.ScopeType.INHERIT,
+            description = "A jar or class folder with more backends (listed in " + Plugins.SERVICES
+                    + "); repeatable. " + Plugins.ENV + " adds more, separated like a class path.")
+    List<Path> plugins = new ArrayList<>();
+
     @Override
     public void run() {
         spec.commandLine().usage(System.out);
@@ -41,7 +50,18 @@ public final class MtpCommand implements Runnable {
 
     /** The configured command line: usage errors exit 2, {@link MtpException}s print one line and exit 3. */
     public static CommandLine commandLine() {
-        CommandLine cl = new CommandLine(new MtpCommand());
+        MtpCommand root = new MtpCommand();
+        CommandLine cl = new CommandLine(root);
+        cl.setExecutionStrategy(parseResult -> {
+            try {
+                return Plugins.run(Plugins.paths(root.plugins, System.getenv(Plugins.ENV)),
+                        () -> new CommandLine.RunLast().execute(parseResult));
+            } catch (MtpException e) {
+                CommandLine sub = parseResult.asCommandLineList().getLast();
+                sub.getErr().println("mtp " + sub.getCommandName() + ": " + e.getMessage());
+                return EXIT_ERROR;
+            }
+        });
         cl.setExecutionExceptionHandler((ex, line, parseResult) -> {
             Throwable t = ex;
             while (t.getCause() != null && !(t instanceof MtpException)) {

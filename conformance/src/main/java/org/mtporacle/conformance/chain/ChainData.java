@@ -33,7 +33,8 @@ public final class ChainData {
         for (int i = 0; i < v.length; i++) {
             double u = rnd.nextDouble();
             double w = rnd.nextDouble();
-            v[i] = FloatFormats.roundToBf16((float) (Math.sqrt(-2 * Math.log(1 - u)) * Math.cos(2 * Math.PI * w)));
+            double g = Math.sqrt(-2 * StrictMath.log(1 - u)) * StrictMath.cos(2 * Math.PI * w); // Box–Muller
+            v[i] = FloatFormats.roundToBf16((float) g);
         }
         return HostTensor.ofFloats(v, b, l, h);
     }

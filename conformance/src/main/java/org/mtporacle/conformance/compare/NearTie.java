@@ -77,8 +77,8 @@ public final class NearTie {
                 m = Math.max(m, lp[i]);
             }
         }
-        double f = Math.exp(eps / s.temperature());
-        double wj = Math.exp((lp[j] - m) / s.temperature()) * f;
+        double f = StrictMath.exp(eps / s.temperature());
+        double wj = StrictMath.exp((lp[j] - m) / s.temperature()) * f;
         double lMin = 0;
         double lMax = 0;
         double rMin = 0;
@@ -87,7 +87,7 @@ public final class NearTie {
             if (i == j || !(kept[i] || unsure[i])) {
                 continue;
             }
-            double w = Math.exp((lp[i] - m) / s.temperature());
+            double w = StrictMath.exp((lp[i] - m) / s.temperature());
             boolean certain = kept[i] && !unsure[i];
             if (i < j) {
                 lMin += certain ? w / f : 0;
@@ -151,13 +151,13 @@ public final class NearTie {
             Arrays.sort(sorted);
             double[] prefix = new double[v + 1];
             for (int i = 0; i < v; i++) {
-                prefix[i + 1] = prefix[i] + Math.exp(sorted[i]);
+                prefix[i + 1] = prefix[i] + StrictMath.exp(sorted[i]);
             }
             double theta = 1 - s.topP();
-            double down = Math.exp(-eps);
-            double up = Math.exp(eps);
+            double down = StrictMath.exp(-eps);
+            double up = StrictMath.exp(eps);
             for (int i = 0; i < v; i++) {
-                double p = Math.exp(lp[i]);
+                double p = StrictMath.exp(lp[i]);
                 int below = lowerBound(sorted, lp[i] - 2 * eps);           // tokens with lp < lp_i − 2ε
                 int maybeBelow = upperBound(sorted, lp[i] + 2 * eps);      // tokens with lp ≤ lp_i + 2ε (i included)
                 double lo = (prefix[below] + p) * down;

@@ -138,6 +138,13 @@ public final class GoldenFiles {
         SafetensorsFile f = SafetensorsFile.open(st, true);
         long tensorBytes = 8 + f.headerBytes() + f.dataBytes();
         Map<String, HostTensor> tensors = new LinkedHashMap<>();
+        for (Map.Entry<String, String> m : Map.of("format", GoldenTrace.FORMAT, "golden", trace.name()).entrySet()) {
+            if (!m.getValue().equals(f.metadata().get(m.getKey()))) {
+                throw MtpException.malformedFile(where + ": " + trace.tensorsFile() + " __metadata__." + m.getKey()
+                        + " = " + quoted(f.metadata().get(m.getKey())) + ", expected '" + m.getValue()
+                        + "' (golden/README.md)");
+            }
+        }
         for (String n : f.names()) {
             tensors.put(n, f.tensor(n));
         }
@@ -148,6 +155,12 @@ public final class GoldenFiles {
             jsonBytes = -1;
         }
         return new Golden(file, trace, tensors, jsonBytes, tensorBytes);
+    }
+
+    /** {@code v} as a JSON string (control characters escaped, at most 80 characters kept), or "absent". */
+    private static String quoted(String v) {
+        return v == null ? "absent" : new com.fasterxml.jackson.databind.node.TextNode(v.length() > 80
+                ? v.substring(0, 80) + "…" : v).toString();
     }
 
     /** The JSON object of {@code file} without checking checksums (for diff and inspect of damaged files). */
@@ -329,73 +342,40 @@ public final class GoldenFiles {
         String tensorsSha = sha256Text(t, "sha256", where + ": tensors");
         JsonNode arr = StrictJson.array(root, "steps", MAX_STEPS, where);
         List<Step> steps = new ArrayList<>();
-        int rowCount = 0;
         for (int i = 0; i < arr.size(); i++) {
-            Step s = step(arr.get(i), where + ": steps[" + i + "]", rowCount);
-            steps.add(s);
-            rowCount = s.expect().rowCount();
+            steps.add(step(arr.get(i), where + ": steps[" + i + "]"));
         }
         return new GoldenTrace(StrictJson.text(root, "name", where), StrictJson.optText(root, "description", where),
                 model, options, tensorsFile, tensorsSha, steps);
     }
 
     /**
-     * One step, read against the row count before it ({@code before}): inputs sized to the group, and the observables
-     * the step must have (README "expect"): none but {@code rowCount} on a refused step, tokens on a draft, rows on
-     * append/filter/prefill/commit, a checkpoint with tensors on a capture, each list one entry per row.
+     * One step: every field of its op present with its type, every list bounded. Whether the observables a step
+     * must record are there, one per row ({@code GoldenChecks}), is checked before replay.
      */
-    static Step step(JsonNode n, String where, int before) {
+    static Step step(JsonNode n, String where) {
         if (n == null || !n.isObject()) {
             throw MtpException.malformedFile(where + ": expected an object, got " + StrictJson.describe(n));
         }
         String op = StrictJson.text(n, "op", where);
-        JsonNode ex = StrictJson.object(n, "expect", where);
-        String ew = where + ".expect";
-        String error = StrictJson.optText(ex, "error", ew);
-        int rowCount = StrictJson.integer(ex, "rowCount", 0, MAX_ROWS, ew);
-        boolean refused = error != null;
-        if (refused) {
-            for (String f : new String[] {"tokens", "logprobs", "top2Gaps", "rows", "checkpoint"}) {
-                if (ex.has(f)) {
-                    throw MtpException.malformedFile(ew + ": '" + f + "' beside 'error' (a refused step has no "
-                            + "observable but rowCount)");
-                }
-            }
-            if (rowCount != before) {
-                throw MtpException.malformedFile(ew + ".rowCount = " + rowCount + ", expected " + before
-                        + " (a refused step changes nothing)");
-            }
-        }
-        Step s = switch (op) {
-            case "append" -> append(n, where, error, rowCount, before);
-            case "filter" -> {
-                int[] keep = ints(StrictJson.array(n, "keep", MAX_ROWS, where), 0, MAX_ROWS, where + ".keep");
-                checkCount(refused, rowCount, keep.length, ew + ".rowCount", "keep has " + keep.length + " rows");
-                yield new GoldenTrace.Filter(keep, expect(ex, ew, error, rowCount, "rows"));
-            }
-            case "prefill" -> {
-                int[][] tokens = intRows(StrictJson.array(n, "tokens", MAX_ROWS, where), where + ".tokens");
-                if (!refused && tokens.length != before) {
-                    throw MtpException.malformedFile(where + ".tokens has " + tokens.length + " rows, expected one "
-                            + "per row (" + before + ")");
-                }
-                yield new GoldenTrace.Prefill(tokens, StrictJson.text(n, "context", where),
-                        expect(ex, ew, error, sameCount(refused, rowCount, before, ew), "rows"));
-            }
-            case "draft" -> draft(n, where, ex, ew, error, sameCount(refused, rowCount, before, ew));
+        Expect e = expect(StrictJson.object(n, "expect", where), where + ".expect");
+        return switch (op) {
+            case "append" -> append(n, where, e);
+            case "filter" -> new GoldenTrace.Filter(ints(StrictJson.array(n, "keep", MAX_ROWS, where), 0, MAX_ROWS,
+                    where + ".keep"), e);
+            case "prefill" -> new GoldenTrace.Prefill(intRows(StrictJson.array(n, "tokens", MAX_ROWS, where),
+                    where + ".tokens"), StrictJson.text(n, "context", where), e);
+            case "draft" -> draft(n, where, e);
             case "commit" -> new GoldenTrace.Commit(ints(StrictJson.array(n, "accepted", MAX_ROWS, where), 0,
-                    RowContract.MAX_DEPTH, where + ".accepted"), StrictJson.text(n, "context", where),
-                    expect(ex, ew, error, sameCount(refused, rowCount, before, ew), "rows"));
+                    RowContract.MAX_DEPTH, where + ".accepted"), StrictJson.text(n, "context", where), e);
             case "capture" -> new GoldenTrace.Capture(StrictJson.integer(n, "row", 0, MAX_ROWS, where),
-                    StrictJson.text(n, "id", where),
-                    expect(ex, ew, error, sameCount(refused, rowCount, before, ew), "checkpoint"));
+                    StrictJson.text(n, "id", where), e);
             default -> throw MtpException.malformedFile(where + ": unknown op " + UntrustedText.quote(op)
                     + " (expected append, filter, prefill, draft, commit or capture)");
         };
-        return s;
     }
 
-    private static Step append(JsonNode n, String where, String error, int rowCount, int before) {
+    private static Step append(JsonNode n, String where, Expect e) {
         JsonNode rows = StrictJson.array(n, "rows", MAX_ROWS, where);
         List<Source> src = new ArrayList<>();
         for (int i = 0; i < rows.size(); i++) {
@@ -416,13 +396,10 @@ public final class GoldenFiles {
             }
             src.add(new Source(StrictJson.text(r, "checkpoint", rw), from.equals("file")));
         }
-        checkCount(error != null, rowCount, before + src.size(), where + ".expect.rowCount",
-                before + " rows plus " + src.size() + " appended");
-        return new GoldenTrace.Append(src, expect(n.get("expect"), where + ".expect", error, rowCount, "rows"));
+        return new GoldenTrace.Append(src, e);
     }
 
-    private static Step draft(JsonNode n, String where, JsonNode ex, String ew, String error, int rowCount) {
-        boolean refused = error != null;
+    private static Step draft(JsonNode n, String where, Expect e) {
         int depth = StrictJson.integer(n, "depth", 0, RowContract.MAX_DEPTH, where);
         JsonNode st = StrictJson.array(n, "steps", MAX_ROWS, where);
         long[] steps = new long[st.size()];
@@ -460,88 +437,41 @@ public final class GoldenFiles {
         }
         int[] pending = ints(StrictJson.array(n, "pending", MAX_ROWS, where), 0, Integer.MAX_VALUE,
                 where + ".pending");
-        if (!refused && (pending.length != rowCount || steps.length != rowCount || samplers.size() != rowCount)) {
-            throw MtpException.malformedFile(where + ": pending, steps and samplers have " + pending.length + ", "
-                    + steps.length + " and " + samplers.size() + " entries, expected one per row (" + rowCount + ")");
-        }
-        Expect e = expect(ex, ew, error, rowCount, "tokens");
-        if (!refused) {
-            for (int r = 0; r < rowCount; r++) {
-                if (e.tokens()[r].length != depth) {
-                    throw MtpException.malformedFile(ew + ".tokens[" + r + "] has " + e.tokens()[r].length
-                            + " tokens, expected depth " + depth);
-                }
-            }
-        }
         return new GoldenTrace.Draft(pending, depth, steps, samplers, e);
     }
 
-    /** The observables of a step; {@code required} is the one a successful step of its op must have. */
-    private static Expect expect(JsonNode n, String where, String error, int rowCount, String required) {
-        if (error != null) {
-            return Expect.failure(error, rowCount);
-        }
-        for (String f : new String[] {"tokens", "rows", "checkpoint"}) {
-            if (!f.equals(required) && n.has(f)) {
-                throw MtpException.malformedFile(where + ": '" + f + "' on a step that does not produce it");
-            }
-        }
-        if (!n.has(required)) {
-            throw MtpException.malformedFile(where + ": '" + required + "' is missing (a successful step of this op "
-                    + "must carry it)");
-        }
+    /** The observables present in {@code n}, each with its type; which must be present is GoldenChecks' rule. */
+    private static Expect expect(JsonNode n, String where) {
+        int rowCount = StrictJson.integer(n, "rowCount", 0, MAX_ROWS, where);
+        String error = StrictJson.optText(n, "error", where);
         int[][] tokens = null;
         float[][] lps = null;
         float[][] gaps = null;
-        if (required.equals("tokens")) {
+        if (n.has("tokens") || n.has("logprobs") || n.has("top2Gaps")) {
             tokens = intRows(StrictJson.array(n, "tokens", MAX_ROWS, where), where + ".tokens");
             lps = floatRows(StrictJson.array(n, "logprobs", MAX_ROWS, where), where + ".logprobs");
             gaps = floatRows(StrictJson.array(n, "top2Gaps", MAX_ROWS, where), where + ".top2Gaps");
-            if (tokens.length != rowCount || lps.length != rowCount || gaps.length != rowCount) {
-                throw MtpException.malformedFile(where + ": tokens, logprobs and top2Gaps have " + tokens.length + ", "
-                        + lps.length + " and " + gaps.length + " rows, expected rowCount = " + rowCount);
+            if (lps.length != tokens.length || gaps.length != tokens.length) {
+                throw MtpException.malformedFile(where + ": tokens, logprobs and top2Gaps have " + tokens.length
+                        + ", " + lps.length + " and " + gaps.length + " rows, expected the same");
             }
-            for (int r = 0; r < rowCount; r++) {
+            for (int r = 0; r < tokens.length; r++) {
                 if (lps[r].length != tokens[r].length || gaps[r].length != tokens[r].length) {
                     throw MtpException.malformedFile(where + ": tokens, logprobs and top2Gaps[" + r + "] must have "
                             + "the same length");
                 }
             }
-        } else if (n.has("logprobs") || n.has("top2Gaps")) {
-            throw MtpException.malformedFile(where + ": logprobs or top2Gaps on a step that does not draft");
         }
         List<RowState> rows = null;
-        if (required.equals("rows")) {
+        if (n.has("rows")) {
             JsonNode a = StrictJson.array(n, "rows", MAX_ROWS, where);
-            if (a.size() != rowCount) {
-                throw MtpException.malformedFile(where + ".rows has " + a.size() + " entries, expected rowCount = "
-                        + rowCount);
-            }
             rows = new ArrayList<>();
             for (int i = 0; i < a.size(); i++) {
                 rows.add(a.get(i).isNull() ? null : rowState(a.get(i), where + ".rows[" + i + "]"));
             }
         }
-        RowState cp = null;
-        if (required.equals("checkpoint")) {
-            cp = rowState(n.get("checkpoint"), where + ".checkpoint");
-            if (cp.tensors() == null) {
-                throw MtpException.malformedFile(where + ".checkpoint: 'tensors' is missing (a capture always stores "
-                        + "its tensors)");
-            }
-        }
-        return new Expect(null, rowCount, tokens, lps, gaps, rows, cp);
-    }
-
-    private static int sameCount(boolean refused, int rowCount, int before, String where) {
-        checkCount(refused, rowCount, before, where + ".rowCount", "the step keeps the " + before + " rows");
-        return rowCount;
-    }
-
-    private static void checkCount(boolean refused, int rowCount, int expected, String where, String why) {
-        if (!refused && rowCount != expected) {
-            throw MtpException.malformedFile(where + " = " + rowCount + ", expected " + expected + " (" + why + ")");
-        }
+        RowState cp = n.has("checkpoint") ? rowState(n.get("checkpoint"), where + ".checkpoint") : null;
+        return new Expect(error, rowCount, tokens, lps, gaps, rows, cp);
     }
 
     private static RowState rowState(JsonNode n, String where) {

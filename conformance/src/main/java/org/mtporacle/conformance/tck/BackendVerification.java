@@ -301,9 +301,8 @@ public abstract class BackendVerification implements BackendRules {
                     assertThat(g.rowCount()).as("%s in %s: row count unchanged", call, setup).isEqualTo(rows);
                     List<RowCheckpoint> after = captureAll(g, shape);
                     for (int r = 0; r < before.size(); r++) {
-                        RowCheckpoint a = before.get(r);
-                        assertThat(a == null ? after.get(r) == null : a.contentEquals(after.get(r)))
-                                .as("%s in %s: row %d unchanged", call, setup, r).isTrue();
+                        assertIdentical(call + " in " + setup + ": row " + r + " after the refused call", after.get(r),
+                                before.get(r));
                     }
                     checked++;
                     break;
@@ -334,7 +333,9 @@ public abstract class BackendVerification implements BackendRules {
             setup.prepare(g, m);
             g.close();
             g.close(); // idempotent
-            assertThat(g.isClosed()).as("%s: isClosed after close", setup).isTrue();
+            if (!g.isClosed()) {
+                fail(setup + ": isClosed() is false after close() (spec §11.1)");
+            }
             int b = Math.max(1, g.rowCount());
             List<Map.Entry<String, Runnable>> calls = List.of(
                     Map.entry("append", () -> g.append(List.of(cp))),
@@ -494,7 +495,7 @@ public abstract class BackendVerification implements BackendRules {
             for (int r = 0; r < 2; r++) {
                 RowCheckpoint cp = g.capture(r);
                 try (DraftRows h = d.openRows(List.of(cp))) {
-                    assertThat(h.capture(0).contentEquals(cp)).as("row %d", r).isTrue();
+                    assertIdentical("row " + r + " captured again after restore", h.capture(0), cp);
                 }
             }
         }
@@ -513,8 +514,8 @@ public abstract class BackendVerification implements BackendRules {
             int[] keep = {3, 0, 2};
             g.filterRows(keep);
             for (int i = 0; i < keep.length; i++) {
-                assertThat(g.capture(i).contentEquals(before.get(keep[i]))).as("new row %d = old row %d", i, keep[i])
-                        .isTrue();
+                assertIdentical("filterRows " + Arrays.toString(keep) + ": new row " + i + " (old row " + keep[i]
+                        + ")", g.capture(i), before.get(keep[i]));
             }
         }
     }
@@ -528,15 +529,17 @@ public abstract class BackendVerification implements BackendRules {
         try (DraftRows g = d.openRows(Arrays.asList(null, null))) {
             prefill(g, m, 6, 51);
             for (int r = 0; r < 2; r++) {
-                assertThat(g.capture(r).processedTokens()).isEqualTo(6);
-                assertThat(g.capture(r).draftOffset()).isEqualTo(5);
+                assertThat(g.capture(r).processedTokens()).as("row %d: P after a prefill of 6", r).isEqualTo(6);
+                assertThat(g.capture(r).draftOffset()).as("row %d: draftOffset (P − 1) after a prefill of 6", r)
+                        .isEqualTo(5);
             }
             int[] accepted = round(g, m, 4, Action.Acceptance.RANDOM, 52);
             for (int r = 0; r < 2; r++) {
                 RowCheckpoint cp = g.capture(r);
                 assertThat(cp.processedTokens()).as("row %d after accepting %d", r, accepted[r])
                         .isEqualTo(6 + accepted[r] + 1);
-                assertThat(cp.keys().dim(2)).isEqualTo(cp.processedTokens() - 1);
+                assertThat(cp.keys().dim(2)).as("row %d: KV positions held (P − 1, keys [1, nKV, P−1, D])", r)
+                        .isEqualTo(cp.processedTokens() - 1);
             }
         }
     }
@@ -647,7 +650,7 @@ public abstract class BackendVerification implements BackendRules {
             g.prefill(args.tokens(), args.context());
             whole = g.capture(0);
         }
-        assertThat(whole.processedTokens()).isEqualTo(len);
+        assertThat(whole.processedTokens()).as("P after one prefill of %d", len).isEqualTo(len);
         for (int cut : new int[] {1, len / 3, Math.min(2048, len - 2), len - 1}) {
             try (DraftRows g = d.openRows(Collections.singletonList(null))) {
                 g.prefill(args.tokens().reshape(len).slice0(0, cut).reshape(1, cut),
@@ -675,12 +678,13 @@ public abstract class BackendVerification implements BackendRules {
                 g.append(Arrays.asList(good, null, bad));
                 fail("append with a misaligned checkpoint was accepted");
             } catch (MtpException e) {
-                assertThat(e.kind()).isEqualTo(MtpException.Kind.INCOMPATIBLE_CHECKPOINT);
+                assertThat(e.kind()).as("append with draftOffset = P: error kind (%s)", e.getMessage())
+                        .isEqualTo(MtpException.Kind.INCOMPATIBLE_CHECKPOINT);
             }
-            assertThat(g.rowCount()).isEqualTo(2);
+            assertThat(g.rowCount()).as("row count after the refused append").isEqualTo(2);
             List<RowCheckpoint> after = captureAll(g, shapeOf(g, true));
             for (int r = 0; r < 2; r++) {
-                assertThat(after.get(r).contentEquals(before.get(r))).isTrue();
+                assertIdentical("row " + r + " after the refused append", after.get(r), before.get(r));
             }
         }
     }
@@ -754,6 +758,22 @@ public abstract class BackendVerification implements BackendRules {
             out.add(shape.hasHidden(r) ? g.capture(r) : null);
         }
         return out;
+    }
+
+    /**
+     * Fails unless {@code actual} is byte-identical to {@code expected} (spec §10.1.7), saying what differs through
+     * the kit's one comparison (a Judge under the exact profile).
+     */
+    private static void assertIdentical(String what, RowCheckpoint actual, RowCheckpoint expected) {
+        if (expected == null ? actual == null : expected.contentEquals(actual)) {
+            return;
+        }
+        if (expected == null) {
+            fail(what + ": a cold row (no checkpoint) was expected, got " + actual);
+        }
+        Divergence d = new Judge(Tolerance.EXACT, 0, "the expected state").checkpoint(-1, what, expected, actual);
+        fail(d != null ? "not byte-identical: " + d.message() + " (" + d.details() + ")"
+                : what + ": not byte-identical, though every value compares equal (signed zeros or NaN payloads)");
     }
 
     /** The backend's checkpoint against its own expected one, through the kit's one comparison (a Judge). */

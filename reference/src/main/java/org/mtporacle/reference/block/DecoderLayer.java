@@ -53,10 +53,7 @@ public final class DecoderLayer {
         float[] up = new float[n * inter];
         k.matmul(gate, 0, w.gateProj(), nrm, 0, n);
         k.matmul(up, 0, w.upProj(), nrm, 0, n);
-        for (int i = 0; i < gate.length; i++) {
-            float z = gate[i];
-            gate[i] = z * MtpBlock.sigmoid(z) * up[i];
-        }
+        k.silu(gate, 0, gate, 0, up, 0, gate.length);
         float[] mlp = new float[n * hSize];
         k.matmul(mlp, 0, w.downProj(), gate, 0, n);
         float[] y = new float[n * hSize];
@@ -140,20 +137,17 @@ public final class DecoderLayer {
                 for (int j = 0; j < nH; j++) {
                     int g = j / c.groupSize();
                     int qOff = (row * nH + j) * d;
-                    Attention.softmaxScores(scores, k, q, qOff, kv.keys(g), d, visible, scale);
+                    k.attention(o, qOff, scores, q, qOff, kv.keys(g), kv.values(g), d, visible, scale);
                     if (probs != null) {
                         System.arraycopy(scores, 0, probs, (row * nH + j) * tMax, visible);
                     }
-                    Attention.weightedSum(o, qOff, scores, kv.values(g), d, visible);
                 }
             }
         }
 
         // 8. o ⊙ σ(gate), head-major, then · W_oᵀ
         float[] gated = new float[o.length];
-        for (int i = 0; i < o.length; i++) {
-            gated[i] = o[i] * MtpBlock.sigmoid(gate[i]);
-        }
+        k.sigmoid(gated, 0, gate, 0, o, 0, o.length);
         float[] r = new float[n * c.hiddenSize()];
         k.matmul(r, 0, w.oProj(), gated, 0, n);
         if (trace != null) {

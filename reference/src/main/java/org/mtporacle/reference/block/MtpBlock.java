@@ -67,8 +67,4 @@ public final class MtpBlock implements BlockForward {
         }
         return out;
     }
-
-    static float sigmoid(float z) {
-        return (float) (1.0 / (1.0 + Math.exp(-z)));
-    }
 }

@@ -123,6 +123,20 @@ public final class Kernels implements AutoCloseable {
         return LogSoftmax.argmax(v, off, n);
     }
 
+    /**
+     * {@code o[oOff, oOff + D) = Σ_j p_j · V[j]}, {@code p = softmax_j(q·K[j] · scale)} over {@code visible} keys
+     * (spec §1.5 step 7): {@code q} one head at {@code qOff}; {@code keys}, {@code values} {@code [visible, D]};
+     * {@code p[0, visible)} receives the probabilities.
+     */
+    public void attention(float[] o, int oOff, float[] p, float[] q, int qOff, float[] keys, float[] values, int d,
+                          int visible, float scale) {
+        if (mode == KernelMode.SCALAR) {
+            Attention.scalar(o, oOff, p, q, qOff, keys, values, d, visible, scale);
+        } else {
+            Attention.vector(o, oOff, p, q, qOff, keys, values, d, visible, scale);
+        }
+    }
+
     /** {@code out[i] = silu(z[i]) · m[i]} ({@code m} null means 1; spec §1.4 step 8). */
     public void silu(float[] out, int outOff, float[] z, int zOff, float[] m, int mOff, int n) {
         if (mode == KernelMode.SCALAR) {

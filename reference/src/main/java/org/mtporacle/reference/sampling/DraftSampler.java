@@ -114,7 +114,7 @@ public final class DraftSampler {
         float cumulative = 0.0f;
         for (int rank = 0; rank < order.length; rank++) {
             int i = order[rank];
-            cumulative = rank == 0 ? MlxCpuMath.exp(x[i]) : cumulative + MlxCpuMath.exp(x[i]);
+            cumulative = rank == 0 ? MlxCpuExpLog.exp(x[i]) : cumulative + MlxCpuExpLog.exp(x[i]);
             keep[i] = cumulative > threshold;
         }
         for (int i = 0; i < x.length; i++) {

@@ -116,7 +116,7 @@ public final class MlxRandom {
     public static float[] gumbel(Key key, int count) {
         float[] g = uniform(key, count);
         for (int i = 0; i < count; i++) {
-            g[i] = -MlxCpuMath.log(-MlxCpuMath.log(g[i]));
+            g[i] = -MlxCpuExpLog.log(-MlxCpuExpLog.log(g[i]));
         }
         return g;
     }
@@ -156,7 +156,7 @@ public final class MlxRandom {
         float running = 0.0f;
         for (int i = 0; i < n; i++) {
             float x = logits[off + i];
-            float w = Float.isInfinite(m) ? (x == m ? 1.0f : 0.0f) : MlxCpuMath.exp(x - m);
+            float w = Float.isInfinite(m) ? (x == m ? 1.0f : 0.0f) : MlxCpuExpLog.exp(x - m);
             cdf[i] = running;
             running += w;
         }

@@ -123,6 +123,6 @@ public final class ReferenceTarget {
     private static double gaussian(SplittableRandom rnd) {
         double u = rnd.nextDouble();
         double v = rnd.nextDouble();
-        return Math.sqrt(-2 * Math.log(1 - u)) * Math.cos(2 * Math.PI * v);
+        return Math.sqrt(-2 * StrictMath.log(1 - u)) * StrictMath.cos(2 * Math.PI * v);
     }
 }

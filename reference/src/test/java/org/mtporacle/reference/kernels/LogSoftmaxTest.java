@@ -75,4 +75,32 @@ class LogSoftmaxTest {
             }
         }
     }
+
+    /** The block applies σ and silu in place ({@code out} = {@code z}); both modes give the out-of-place bits. */
+    @Test
+    void siluAndSigmoidInPlaceEqualOutOfPlaceInBothModes() {
+        SplittableRandom rnd = new SplittableRandom(SEED);
+        int n = 37;
+        float[] z = TestWeights.randomFloats(n, rnd);
+        float[] m = TestWeights.randomFloats(n, rnd);
+        for (int i = 0; i < n; i++) {
+            z[i] *= 8;
+        }
+        float[] silu = new float[n];
+        float[] sig = new float[n];
+        try (Kernels k = new Kernels(KernelMode.SCALAR, 1)) {
+            k.silu(silu, 0, z, 0, m, 0, n);
+            k.sigmoid(sig, 0, z, 0, m, 0, n);
+        }
+        for (KernelMode mode : KernelMode.values()) {
+            try (Kernels k = new Kernels(mode, 1)) {
+                float[] a = z.clone();
+                float[] b = z.clone();
+                k.silu(a, 0, a, 0, m, 0, n);
+                k.sigmoid(b, 0, b, 0, m, 0, n);
+                assertThat(a).as("%s silu in place seed %d", mode, SEED).isEqualTo(silu);
+                assertThat(b).as("%s σ in place seed %d", mode, SEED).isEqualTo(sig);
+            }
+        }
+    }
 }

@@ -80,7 +80,7 @@ class MlxRandomTest {
     @Test
     void gumbelOfZeroBitsIsNegativeInfinity() {
         float u = MlxRandom.uniformOf(0);
-        assertThat(-MlxCpuMath.log(-MlxCpuMath.log(u))).isEqualTo(Float.NEGATIVE_INFINITY);
+        assertThat(-MlxCpuExpLog.log(-MlxCpuExpLog.log(u))).isEqualTo(Float.NEGATIVE_INFINITY);
     }
 
     @Test
@@ -106,11 +106,11 @@ class MlxRandomTest {
         final double relTolerance = 1e-5;
         for (float x = -87f; x < 88f; x += 0.37f) {
             double want = Math.exp(x);
-            assertThat((double) MlxCpuMath.exp(x)).isCloseTo(want, org.assertj.core.data.Offset.offset(
+            assertThat((double) MlxCpuExpLog.exp(x)).isCloseTo(want, org.assertj.core.data.Offset.offset(
                     Math.max(want * relTolerance, Float.MIN_NORMAL)));
         }
-        assertThat(MlxCpuMath.exp(Float.NEGATIVE_INFINITY)).isEqualTo(0f);
-        assertThat(MlxCpuMath.exp(100f)).isEqualTo(Float.POSITIVE_INFINITY);
-        assertThat(MlxCpuMath.exp(0f)).isEqualTo(1f);
+        assertThat(MlxCpuExpLog.exp(Float.NEGATIVE_INFINITY)).isEqualTo(0f);
+        assertThat(MlxCpuExpLog.exp(100f)).isEqualTo(Float.POSITIVE_INFINITY);
+        assertThat(MlxCpuExpLog.exp(0f)).isEqualTo(1f);
     }
 }

@@ -4,8 +4,8 @@ package org.mtporacle.reference.sampling;
  * The float32 {@code exp} and {@code log} of MLX's CPU backend with scalar SIMD width (Linux/x86, no Accelerate), which
  * the sampling pipeline needs bit for bit (conformance/SPEC.md, "Random stream for seeded draft sampling").
  */
-public final class MlxCpuMath {
-    private MlxCpuMath() {
+public final class MlxCpuExpLog {
+    private MlxCpuExpLog() {
     }
 
     /**

@@ -1,31 +1,55 @@
-package org.mtporacle.reference.block;
+package org.mtporacle.reference.kernels;
 
+import static org.mtporacle.reference.kernels.LaneSum.F;
+import static org.mtporacle.reference.kernels.LaneSum.L;
+
+import java.util.Arrays;
 import jdk.incubator.vector.FloatVector;
-import jdk.incubator.vector.VectorSpecies;
-import org.mtporacle.reference.kernels.Kernels;
 
-/** Scaled dot-product attention of one query head over one row's visible keys (spec §1.5 step 7). */
+/**
+ * {@code o = Σ_j p_j · V[j]}, {@code p = softmax_j(q·K[j] · scale)}: scaled dot-product attention of one query head
+ * over one row's {@code visible} keys (spec §1.5 step 7). Keys and values are rows of stride {@code D} from 0.
+ *
+ * <p>Order: each score by {@link Dot} (the mode's form) times {@code scale}; the maximum subtracted in f32; {@code
+ * e^x} by {@link Exp} in f64, rounded to f32; summed in f32 in key order; each term times the f32 inverse of the
+ * sum. Then for each feature {@code i}, {@code o[i] = ((0 + p_0·V[0, i]) + p_1·V[1, i]) + …} in key order, a product
+ * then a sum (no fma), so the vector weighted sum equals the scalar one bit for bit: the modes differ only through
+ * {@link Dot}.
+ */
 final class Attention {
-    private static final VectorSpecies<Float> F = FloatVector.SPECIES_PREFERRED;
-    private static final int L = F.length();
-
     private Attention() {
     }
 
-    /**
-     * {@code p[j] = softmax_j(q·K[j]·scale)} for {@code j < visible}: scores by {@link Kernels#dot}, max subtracted,
-     * {@code exp} in f64 rounded to f32, summed in f32 in key order, then each divided by the sum.
-     */
-    static void softmaxScores(float[] p, Kernels k, float[] q, int qOff, float[] keys, int d, int visible,
-                              float scale) {
+    /** {@code p[0, visible)} receives the probabilities; {@code o[oOff, oOff + d)} the weighted sum. */
+    static void scalar(float[] o, int oOff, float[] p, float[] q, int qOff, float[] keys, float[] values, int d,
+                       int visible, float scale) {
+        for (int j = 0; j < visible; j++) {
+            p[j] = Dot.scalar(q, qOff, keys, j * d, d) * scale;
+        }
+        softmax(p, visible);
+        Arrays.fill(o, oOff, oOff + d, 0f);
+        weightedSumScalar(o, oOff, p, values, 0, d, d, visible);
+    }
+
+    static void vector(float[] o, int oOff, float[] p, float[] q, int qOff, float[] keys, float[] values, int d,
+                       int visible, float scale) {
+        for (int j = 0; j < visible; j++) {
+            p[j] = Dot.vector(q, qOff, keys, j * d, d) * scale;
+        }
+        softmax(p, visible);
+        Arrays.fill(o, oOff, oOff + d, 0f);
+        weightedSumVector(o, oOff, p, values, d, visible);
+    }
+
+    /** {@code p[j] = e^(p[j] − max) / Σ e^(p[k] − max)} in place, the order above. */
+    private static void softmax(float[] p, int visible) {
         float max = Float.NEGATIVE_INFINITY;
         for (int j = 0; j < visible; j++) {
-            p[j] = k.dot(q, qOff, keys, j * d, d) * scale;
             max = Math.max(max, p[j]);
         }
         float sum = 0f;
         for (int j = 0; j < visible; j++) {
-            p[j] = (float) Math.exp(p[j] - max);
+            p[j] = (float) Exp.scalar(p[j] - max);
             sum += p[j];
         }
         float inv = 1f / sum;
@@ -34,12 +58,8 @@ final class Attention {
         }
     }
 
-    /**
-     * {@code o[oOff + i] += Σ_j p[j] · V[j, i]}: for each {@code i}, {@code o[i] = o[i] + p[j]·V[j, i]} with keys
-     * {@code j} in order, a product then a sum (no fma), so the vector form below equals the plain loop bit for bit.
-     * The vector form keeps four vectors of {@code o} in registers while it walks the keys.
-     */
-    static void weightedSum(float[] o, int oOff, float[] p, float[] values, int d, int visible) {
+    /** {@code o[oOff + i] += Σ_j p[j] · V[j, i]}, four vectors of {@code o} in registers while it walks the keys. */
+    static void weightedSumVector(float[] o, int oOff, float[] p, float[] values, int d, int visible) {
         int i = 0;
         for (; i + 4 * L <= d; i += 4 * L) {
             FloatVector a0 = FloatVector.fromArray(F, o, oOff + i);

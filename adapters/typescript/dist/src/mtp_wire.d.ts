@@ -1,0 +1,128 @@
+export declare const PROTOCOL = "mtp-oracle-wire/1";
+export type Kind = "INVALID_ARGUMENT" | "ILLEGAL_STATE" | "INCOMPATIBLE_CHECKPOINT" | "INCOMPATIBLE_MODEL" | "MALFORMED_FILE" | "UNAVAILABLE" | "BACKEND_FAILURE";
+export declare const KINDS: readonly Kind[];
+/** A contract failure: a kind, a one-line message `call: what is wrong, actual vs expected`, and poisoning. */
+export declare class MtpError extends Error {
+    readonly kind: Kind;
+    readonly poisoned: boolean;
+    constructor(kind: Kind, message: string, poisoned?: boolean);
+}
+export declare const invalidArgument: (m: string) => MtpError;
+export declare const illegalState: (m: string) => MtpError;
+export declare const incompatibleCheckpoint: (m: string) => MtpError;
+export type DType = "F64" | "F32" | "F16" | "BF16" | "I64" | "I32" | "I16" | "I8" | "U32" | "U16" | "U8" | "BOOL";
+export declare const SIZES: Record<string, number>;
+/** A tensor as it crossed the wire: dtype, shape, little-endian row-major bytes. `valid` is false when the
+ * descriptor's nbytes did not match its dtype and shape (the handler should refuse it). */
+export declare class Tensor {
+    readonly dtype: string;
+    readonly shape: number[];
+    readonly data: Uint8Array;
+    readonly valid: boolean;
+    constructor(dtype: string, shape: number[], data: Uint8Array);
+    get rank(): number;
+    get size(): number;
+    describe(): string;
+    private view;
+    /** Floats widened exactly to float64 (F32, F16, BF16, F64). */
+    floats(): Float64Array;
+    /** Integers as bigint (I64 exactly, I32 and narrower widened). */
+    ints(): bigint[];
+    static f32(values: ArrayLike<number>, shape: number[]): Tensor;
+    static i32(values: ArrayLike<number>, shape: number[]): Tensor;
+}
+/** One row's committed drafter state, schema qwen-mtp-v1 (spec §6). In requests: exactly what the runner sent. */
+export interface Checkpoint {
+    schema: unknown;
+    processedTokens: unknown;
+    draftOffset: unknown;
+    modelIdentity: unknown;
+    keys: Tensor | null | unknown;
+    values: Tensor | null | unknown;
+    hidden: Tensor | null | unknown;
+}
+/** One request's draft sampler (spec §7); seed is the unsigned 64-bit seed (bigint) or what the runner sent. */
+export interface RowSampler {
+    temperature: unknown;
+    topK: unknown;
+    topP: unknown;
+    seed: bigint | unknown;
+}
+export interface Tolerance {
+    name: string;
+    tokenGap: number;
+    kvNmse: number;
+    hiddenNmse: number;
+}
+export interface HelloResult {
+    description?: string;
+    numerics?: string;
+    unavailable?: string;
+    profiles: {
+        label: string;
+        options: Record<string, string>;
+        tolerance: Tolerance;
+    }[];
+    capabilities: Record<string, unknown>;
+}
+export interface DraftRows {
+    rowCount(): number;
+    append(checkpoints: unknown): void;
+    filterRows(keep: unknown): void;
+    prefill(tokens: Tensor | null | unknown, context: Tensor | null | unknown): void;
+    draft(pending: unknown, depth: unknown, steps: unknown, sampling: unknown): number[][];
+    commit(accepted: unknown, context: Tensor | null | unknown): void;
+    capture(row: unknown): {
+        schema: string;
+        processedTokens: number;
+        draftOffset: number;
+        modelIdentity: string;
+        keys: Tensor | null;
+        values: Tensor | null;
+        hidden: Tensor;
+    };
+    close(): void;
+}
+export interface DraftModel {
+    numerics?: string;
+    openRows(checkpoints: unknown): DraftRows;
+    close?(): void;
+}
+export interface LoadArgs {
+    directory: unknown;
+    layout: unknown;
+    identity: unknown;
+    options: Record<string, unknown>;
+    config: Record<string, unknown> | null;
+}
+export interface Engine {
+    name: string;
+    version: string;
+    hello(): HelloResult;
+    load(args: LoadArgs): DraftModel;
+}
+interface Frame {
+    header: Record<string, unknown>;
+    tensors: Tensor[];
+}
+export declare class Server {
+    private engine;
+    private log;
+    private models;
+    private groups;
+    private poisoned;
+    private nextHandle;
+    constructor(engine: Engine, log: (line: string) => void);
+    /** Answers one request frame with one reply frame (bytes). */
+    handle(frame: Frame): {
+        reply: Uint8Array;
+        exit: boolean;
+    };
+    private handleFor;
+    private guard;
+    private dispatch;
+}
+/** Serves `engine` on stdin/stdout until end of input or `shutdown`. console.log/info/debug go to stderr, so a
+ * stray log line cannot break the framing. */
+export declare function serve(engine: Engine): void;
+export {};

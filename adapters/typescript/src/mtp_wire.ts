@@ -1,0 +1,437 @@
+// mtp_wire for TypeScript: write an MTP engine and have the MTP Oracle kit (mtp tck, mtp conform, mtp replay) drive
+// it over mtp-oracle-wire/1 (conformance/WIRE.md). Runs on Node 20 and Bun; no dependencies.
+//
+// The engine author implements Engine (hello, load), DraftModel (openRows) and DraftRows (the contract calls) and
+// calls serve(engine). The SDK owns framing, the handshake, handles, tensor decoding, error replies and poisoning of
+// a group whose handler threw something other than an MtpError.
+
+export const PROTOCOL = "mtp-oracle-wire/1";
+
+export type Kind =
+  | "INVALID_ARGUMENT"
+  | "ILLEGAL_STATE"
+  | "INCOMPATIBLE_CHECKPOINT"
+  | "INCOMPATIBLE_MODEL"
+  | "MALFORMED_FILE"
+  | "UNAVAILABLE"
+  | "BACKEND_FAILURE";
+
+export const KINDS: readonly Kind[] = [
+  "INVALID_ARGUMENT", "ILLEGAL_STATE", "INCOMPATIBLE_CHECKPOINT", "INCOMPATIBLE_MODEL", "MALFORMED_FILE",
+  "UNAVAILABLE", "BACKEND_FAILURE",
+];
+
+/** A contract failure: a kind, a one-line message `call: what is wrong, actual vs expected`, and poisoning. */
+export class MtpError extends Error {
+  constructor(readonly kind: Kind, message: string, readonly poisoned = false) {
+    super(message);
+  }
+}
+
+export const invalidArgument = (m: string) => new MtpError("INVALID_ARGUMENT", m);
+export const illegalState = (m: string) => new MtpError("ILLEGAL_STATE", m);
+export const incompatibleCheckpoint = (m: string) => new MtpError("INCOMPATIBLE_CHECKPOINT", m);
+
+export type DType = "F64" | "F32" | "F16" | "BF16" | "I64" | "I32" | "I16" | "I8" | "U32" | "U16" | "U8" | "BOOL";
+
+export const SIZES: Record<string, number> = {
+  F64: 8, F32: 4, F16: 2, BF16: 2, I64: 8, I32: 4, I16: 2, I8: 1, U32: 4, U16: 2, U8: 1, BOOL: 1,
+};
+
+function f16ToF32(h: number): number {
+  const s = h & 0x8000 ? -1 : 1;
+  const e = (h >> 10) & 0x1f;
+  const f = h & 0x3ff;
+  if (e === 0) return s * f * 2 ** -24;
+  if (e === 31) return f ? NaN : s * Infinity;
+  return s * (1 + f / 1024) * 2 ** (e - 15);
+}
+
+/** A tensor as it crossed the wire: dtype, shape, little-endian row-major bytes. `valid` is false when the
+ * descriptor's nbytes did not match its dtype and shape (the handler should refuse it). */
+export class Tensor {
+  readonly valid: boolean;
+
+  constructor(readonly dtype: string, readonly shape: number[], readonly data: Uint8Array) {
+    this.valid = dtype in SIZES && shape.every((s) => Number.isInteger(s) && s >= 0)
+      && data.byteLength === shape.reduce((a, b) => a * b, 1) * SIZES[dtype];
+  }
+
+  get rank(): number {
+    return this.shape.length;
+  }
+
+  get size(): number {
+    return this.shape.reduce((a, b) => a * b, 1);
+  }
+
+  describe(): string {
+    return `${this.dtype}[${this.shape.join(", ")}]`;
+  }
+
+  private view(): DataView {
+    return new DataView(this.data.buffer, this.data.byteOffset, this.data.byteLength);
+  }
+
+  /** Floats widened exactly to float64 (F32, F16, BF16, F64). */
+  floats(): Float64Array {
+    const v = this.view();
+    const n = this.size;
+    const out = new Float64Array(n);
+    for (let i = 0; i < n; i++) {
+      switch (this.dtype) {
+        case "F64": out[i] = v.getFloat64(8 * i, true); break;
+        case "F32": out[i] = v.getFloat32(4 * i, true); break;
+        case "F16": out[i] = f16ToF32(v.getUint16(2 * i, true)); break;
+        case "BF16": {
+          const b = new DataView(new ArrayBuffer(4));
+          b.setUint32(0, v.getUint16(2 * i, true) << 16, true);
+          out[i] = b.getFloat32(0, true);
+          break;
+        }
+        default: throw new Error(`tensor: ${this.dtype} is not a float dtype`);
+      }
+    }
+    return out;
+  }
+
+  /** Integers as bigint (I64 exactly, I32 and narrower widened). */
+  ints(): bigint[] {
+    const v = this.view();
+    const out: bigint[] = [];
+    for (let i = 0; i < this.size; i++) {
+      switch (this.dtype) {
+        case "I64": out.push(v.getBigInt64(8 * i, true)); break;
+        case "I32": out.push(BigInt(v.getInt32(4 * i, true))); break;
+        case "I16": out.push(BigInt(v.getInt16(2 * i, true))); break;
+        case "I8": out.push(BigInt(v.getInt8(i))); break;
+        case "U32": out.push(BigInt(v.getUint32(4 * i, true))); break;
+        case "U16": out.push(BigInt(v.getUint16(2 * i, true))); break;
+        case "U8": out.push(BigInt(v.getUint8(i))); break;
+        default: throw new Error(`tensor: ${this.dtype} is not an integer dtype`);
+      }
+    }
+    return out;
+  }
+
+  static f32(values: ArrayLike<number>, shape: number[]): Tensor {
+    const a = Float32Array.from(values);
+    return new Tensor("F32", shape, new Uint8Array(a.buffer));
+  }
+
+  static i32(values: ArrayLike<number>, shape: number[]): Tensor {
+    const a = Int32Array.from(values);
+    return new Tensor("I32", shape, new Uint8Array(a.buffer));
+  }
+}
+
+/** One row's committed drafter state, schema qwen-mtp-v1 (spec §6). In requests: exactly what the runner sent. */
+export interface Checkpoint {
+  schema: unknown;
+  processedTokens: unknown;
+  draftOffset: unknown;
+  modelIdentity: unknown;
+  keys: Tensor | null | unknown;
+  values: Tensor | null | unknown;
+  hidden: Tensor | null | unknown;
+}
+
+/** One request's draft sampler (spec §7); seed is the unsigned 64-bit seed (bigint) or what the runner sent. */
+export interface RowSampler {
+  temperature: unknown;
+  topK: unknown;
+  topP: unknown;
+  seed: bigint | unknown;
+}
+
+export interface Tolerance {
+  name: string;
+  tokenGap: number;
+  kvNmse: number;
+  hiddenNmse: number;
+}
+
+export interface HelloResult {
+  description?: string;
+  numerics?: string;
+  unavailable?: string;
+  profiles: { label: string; options: Record<string, string>; tolerance: Tolerance }[];
+  capabilities: Record<string, unknown>;
+}
+
+export interface DraftRows {
+  rowCount(): number;
+  append(checkpoints: unknown): void;
+  filterRows(keep: unknown): void;
+  prefill(tokens: Tensor | null | unknown, context: Tensor | null | unknown): void;
+  draft(pending: unknown, depth: unknown, steps: unknown, sampling: unknown): number[][];
+  commit(accepted: unknown, context: Tensor | null | unknown): void;
+  capture(row: unknown): { schema: string; processedTokens: number; draftOffset: number; modelIdentity: string;
+    keys: Tensor | null; values: Tensor | null; hidden: Tensor };
+  close(): void;
+}
+
+export interface DraftModel {
+  numerics?: string;
+  openRows(checkpoints: unknown): DraftRows;
+  close?(): void;
+}
+
+export interface LoadArgs {
+  directory: unknown;
+  layout: unknown;
+  identity: unknown;
+  options: Record<string, unknown>;
+  config: Record<string, unknown> | null;
+}
+
+export interface Engine {
+  name: string;
+  version: string;
+  hello(): HelloResult;
+  load(args: LoadArgs): DraftModel;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// framing
+
+interface Frame {
+  header: Record<string, unknown>;
+  tensors: Tensor[];
+}
+
+/** Reads frames from a byte stream: a JSON header line, then the payload bytes its `tensors` list. */
+class FrameReader {
+  private chunks: Uint8Array[] = [];
+  private length = 0;
+
+  push(chunk: Uint8Array): void {
+    this.chunks.push(chunk);
+    this.length += chunk.byteLength;
+  }
+
+  private concat(): Uint8Array {
+    if (this.chunks.length === 1) return this.chunks[0];
+    const all = new Uint8Array(this.length);
+    let at = 0;
+    for (const c of this.chunks) {
+      all.set(c, at);
+      at += c.byteLength;
+    }
+    this.chunks = [all];
+    return all;
+  }
+
+  next(): Frame | null {
+    if (this.length === 0) return null;
+    const buf = this.concat();
+    const nl = buf.indexOf(10);
+    if (nl < 0) return null;
+    const header = JSON.parse(new TextDecoder().decode(buf.subarray(0, nl))) as Record<string, unknown>;
+    const descs = (header.tensors as { dtype: string; shape: number[]; nbytes: number }[] | undefined) ?? [];
+    const total = descs.reduce((a, d) => a + d.nbytes, 0);
+    if (buf.byteLength < nl + 1 + total) return null;
+    const tensors: Tensor[] = [];
+    let at = nl + 1;
+    for (const d of descs) {
+      tensors.push(new Tensor(d.dtype, d.shape ?? [], buf.slice(at, at + d.nbytes)));
+      at += d.nbytes;
+    }
+    const rest = buf.subarray(at);
+    this.chunks = rest.byteLength ? [rest.slice()] : [];
+    this.length = rest.byteLength;
+    return { header, tensors };
+  }
+}
+
+function resolve(value: unknown, tensors: Tensor[]): unknown {
+  if (Array.isArray(value)) return value.map((v) => resolve(v, tensors));
+  if (value !== null && typeof value === "object") {
+    const o = value as Record<string, unknown>;
+    const keys = Object.keys(o);
+    if (keys.length === 1 && keys[0] === "tensor" && Number.isInteger(o.tensor)) return tensors[o.tensor as number];
+    const out: Record<string, unknown> = {};
+    for (const k of keys) out[k] = resolve(o[k], tensors);
+    return out;
+  }
+  return value;
+}
+
+function encode(header: Record<string, unknown>, tensors: Tensor[]): Uint8Array {
+  if (tensors.length) {
+    header.tensors = tensors.map((t) => ({ dtype: t.dtype, shape: t.shape, nbytes: t.data.byteLength }));
+  }
+  const line = new TextEncoder().encode(JSON.stringify(header) + "\n");
+  const total = line.byteLength + tensors.reduce((a, t) => a + t.data.byteLength, 0);
+  const out = new Uint8Array(total);
+  out.set(line, 0);
+  let at = line.byteLength;
+  for (const t of tensors) {
+    out.set(t.data, at);
+    at += t.data.byteLength;
+  }
+  return out;
+}
+
+function samplerIn(s: unknown): unknown {
+  if (s === null || typeof s !== "object") return s;
+  const o = s as Record<string, unknown>;
+  let seed: unknown = o.seed;
+  if (typeof seed === "string" && /^[0-9]+$/.test(seed)) seed = BigInt(seed);
+  return { temperature: o.temperature, topK: o.topK, topP: o.topP, seed } as RowSampler;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// the loop
+
+export class Server {
+  private models = new Map<number, DraftModel>();
+  private groups = new Map<number, DraftRows>();
+  private poisoned = new Map<number, string>();
+  private nextHandle = 1;
+
+  constructor(private engine: Engine, private log: (line: string) => void) {}
+
+  /** Answers one request frame with one reply frame (bytes). */
+  handle(frame: Frame): { reply: Uint8Array; exit: boolean } {
+    const { header } = frame;
+    const id = header.id;
+    const op = String(header.op);
+    try {
+      const args = (resolve(header.args ?? {}, frame.tensors) ?? {}) as Record<string, unknown>;
+      const [result, tensors] = this.dispatch(op, args);
+      return { reply: encode({ id, ok: true, result }, tensors), exit: op === "shutdown" };
+    } catch (e) {
+      const err = e instanceof MtpError ? e : new MtpError("BACKEND_FAILURE", `${op}: ${String(e)}`);
+      const message = err.message.replace(/[\r\n]+/g, " ");
+      return { reply: encode({ id, ok: false, error: { kind: err.kind, message, poisoned: err.poisoned } }, []),
+        exit: false };
+    }
+  }
+
+  private handleFor(): number {
+    return this.nextHandle++;
+  }
+
+  private guard<T>(op: string, group: number | null, fn: () => T): T {
+    try {
+      return fn();
+    } catch (e) {
+      if (e instanceof MtpError) {
+        if (e.poisoned && group !== null) this.poisoned.set(group, `a failed ${op}`);
+        throw e;
+      }
+      this.log(`mtp_wire: ${op} threw ${e instanceof Error ? e.stack ?? e.message : String(e)}`);
+      if (group !== null) this.poisoned.set(group, `a failed ${op}`);
+      throw new MtpError("BACKEND_FAILURE", `${op}: ${e instanceof Error ? e.message : String(e)}`, group !== null);
+    }
+  }
+
+  private dispatch(op: string, a: Record<string, unknown>): [Record<string, unknown>, Tensor[]] {
+    switch (op) {
+      case "hello": {
+        const offered = Array.isArray(a.protocols) ? a.protocols : [];
+        if (!offered.includes(PROTOCOL)) {
+          throw new MtpError("UNAVAILABLE", `hello: this engine speaks ${PROTOCOL}; the runner offers `
+            + (offered.join(", ") || "nothing"));
+        }
+        const r = this.engine.hello();
+        return [{ ...r, protocol: PROTOCOL, engine: { name: this.engine.name, version: this.engine.version } }, []];
+      }
+      case "ping":
+      case "shutdown":
+        return [{}, []];
+      case "load": {
+        const model = this.guard("load", null, () => this.engine.load({
+          directory: a.directory, layout: a.layout, identity: a.identity,
+          options: (a.options ?? {}) as Record<string, unknown>, config: (a.config ?? null) as Record<string, unknown>,
+        }));
+        const m = this.handleFor();
+        this.models.set(m, model);
+        return [model.numerics ? { model: m, numerics: model.numerics } : { model: m }, []];
+      }
+      case "unload": {
+        const model = this.models.get(a.model as number);
+        if (!model) throw invalidArgument(`unload: unknown model ${JSON.stringify(a.model)}`);
+        this.models.delete(a.model as number);
+        this.guard("unload", null, () => model.close?.());
+        return [{}, []];
+      }
+      case "openRows": {
+        const model = this.models.get(a.model as number);
+        if (!model) throw invalidArgument(`openRows: unknown model ${JSON.stringify(a.model)}`);
+        const rows = this.guard("openRows", null, () => model.openRows(a.checkpoints));
+        const g = this.handleFor();
+        this.groups.set(g, rows);
+        return [{ group: g }, []];
+      }
+      default:
+        break;
+    }
+    const groupOps = ["append", "filterRows", "prefill", "draft", "commit", "capture", "rowCount", "close"];
+    if (!groupOps.includes(op)) throw new MtpError("UNAVAILABLE", `${op}: unknown op (this engine speaks ${PROTOCOL})`);
+    const g = a.group as number;
+    const rows = this.groups.get(g);
+    if (!rows) throw invalidArgument(`${op}: unknown group ${JSON.stringify(a.group)}`);
+    if (this.poisoned.has(g) && op !== "close") {
+      throw illegalState(`${op}: the group is poisoned by an earlier failure (${this.poisoned.get(g)}); discard it `
+        + "and open a new one (spec §9.2)");
+    }
+    switch (op) {
+      case "append": this.guard(op, g, () => rows.append(a.checkpoints)); return [{}, []];
+      case "filterRows": this.guard(op, g, () => rows.filterRows(a.keep)); return [{}, []];
+      case "prefill": this.guard(op, g, () => rows.prefill(a.tokens, a.context)); return [{}, []];
+      case "draft": {
+        const sampling = Array.isArray(a.sampling) ? a.sampling.map(samplerIn) : a.sampling;
+        const p = this.guard(op, g, () => rows.draft(a.pending, a.depth, a.steps, sampling));
+        return [{ proposals: p }, []];
+      }
+      case "commit": this.guard(op, g, () => rows.commit(a.accepted, a.context)); return [{}, []];
+      case "capture": {
+        const cp = this.guard(op, g, () => rows.capture(a.row));
+        const tensors: Tensor[] = [];
+        const ref = (t: Tensor | null) => (t === null ? null : { tensor: tensors.push(t) - 1 });
+        return [{ checkpoint: { schema: cp.schema, processedTokens: cp.processedTokens, draftOffset: cp.draftOffset,
+          modelIdentity: cp.modelIdentity, keys: ref(cp.keys), values: ref(cp.values), hidden: ref(cp.hidden) } },
+        tensors];
+      }
+      case "rowCount": return [{ rows: this.guard(op, g, () => rows.rowCount()) }, []];
+      default: // close
+        this.guard(op, null, () => rows.close());
+        this.poisoned.delete(g);
+        return [{}, []];
+    }
+  }
+}
+
+/** Serves `engine` on stdin/stdout until end of input or `shutdown`. console.log/info/debug go to stderr, so a
+ * stray log line cannot break the framing. */
+export function serve(engine: Engine): void {
+  const err = (line: string) => process.stderr.write(line + "\n");
+  console.log = console.info = console.debug = (...xs: unknown[]) => err(xs.map(String).join(" "));
+  const server = new Server(engine, err);
+  const reader = new FrameReader();
+  let done = false;
+  process.stdin.on("data", (chunk: Uint8Array) => {
+    if (done) return;
+    reader.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+    for (;;) {
+      let frame: Frame | null;
+      try {
+        frame = reader.next();
+      } catch (e) {
+        err(`mtp_wire: unreadable request: ${String(e)}`);
+        process.exit(2);
+      }
+      if (!frame) break;
+      const { reply, exit } = server.handle(frame);
+      process.stdout.write(reply);
+      if (exit) {
+        done = true;
+        process.stdout.write(new Uint8Array(0), () => process.exit(0));
+        break;
+      }
+    }
+  });
+  process.stdin.on("end", () => process.exit(0));
+}

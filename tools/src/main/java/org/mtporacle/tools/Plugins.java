@@ -1,0 +1,95 @@
+package org.mtporacle.tools;
+
+import org.mtporacle.api.MtpBackend;
+import org.mtporacle.api.MtpException;
+
+import java.io.File;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.MalformedURLException;
+import java.net.URL;
+import java.net.URLClassLoader;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.IntSupplier;
+import java.util.jar.JarFile;
+
+/**
+ * Backends from outside the tool: jars (or class folders) named by {@code --plugin} and by {@code MTP_PLUGINS}
+ * ({@link File#pathSeparator}-separated), each listing its backends in {@value #SERVICES}. They are put on a class
+ * loader above the tool's for the duration of one command, as the thread's context class loader, through which
+ * {@link org.mtporacle.api.MtpBackends} finds them.
+ */
+final class Plugins {
+    static final String SERVICES = "META-INF/services/org.mtporacle.api.MtpBackend";
+    static final String ENV = "MTP_PLUGINS";
+
+    private Plugins() {
+    }
+
+    /** The {@code --plugin} paths, then those of the {@code MTP_PLUGINS} value ({@code env} may be null). */
+    static List<Path> paths(List<Path> options, String env) {
+        List<Path> out = new ArrayList<>(options);
+        if (env != null) {
+            for (String p : env.split(File.pathSeparator)) {
+                if (!p.isBlank()) {
+                    out.add(Path.of(p.strip()));
+                }
+            }
+        }
+        return out;
+    }
+
+    /**
+     * Runs {@code command} with the backends of {@code paths} visible; with no paths, runs it as it is.
+     *
+     * @throws MtpException INVALID_ARGUMENT naming the path when one is missing, unreadable or lists no backend;
+     *                      nothing runs then
+     */
+    static int run(List<Path> paths, IntSupplier command) {
+        if (paths.isEmpty()) {
+            return command.getAsInt();
+        }
+        URL[] urls = new URL[paths.size()];
+        for (int i = 0; i < urls.length; i++) {
+            urls[i] = check(paths.get(i));
+        }
+        Thread t = Thread.currentThread();
+        ClassLoader saved = t.getContextClassLoader();
+        try (URLClassLoader loader = new URLClassLoader("mtp-plugins", urls, MtpBackend.class.getClassLoader())) {
+            t.setContextClassLoader(loader);
+            return command.getAsInt();
+        } catch (IOException e) {
+            throw new UncheckedIOException("plugin: closing the plugin class loader failed", e);
+        } finally {
+            t.setContextClassLoader(saved);
+        }
+    }
+
+    private static URL check(Path p) {
+        String where = p + " (--plugin / " + ENV + ")";
+        boolean listed;
+        if (Files.isDirectory(p)) {
+            listed = Files.isRegularFile(p.resolve(SERVICES));
+        } else if (Files.isRegularFile(p)) {
+            try (JarFile jar = new JarFile(p.toFile())) {
+                listed = jar.getEntry(SERVICES) != null;
+            } catch (IOException e) {
+                throw MtpException.invalidArgument("plugin: " + where + " is not a readable jar: " + e.getMessage());
+            }
+        } else {
+            throw MtpException.invalidArgument("plugin: no such jar or folder " + where);
+        }
+        if (!listed) {
+            throw MtpException.invalidArgument("plugin: " + where + " lists no backend: " + SERVICES
+                    + " is missing — list your MtpBackend class there");
+        }
+        try {
+            return p.toAbsolutePath().toUri().toURL();
+        } catch (MalformedURLException e) {
+            throw MtpException.invalidArgument("plugin: " + where + " has no URL form: " + e.getMessage());
+        }
+    }
+}
