@@ -32,6 +32,7 @@ ENGINE_VERSION = "1.0"
 NUMERICS = "numpy float64 (weights widened exactly, affine dequantized in float64; float32 log-probs for sampling)"
 SCHEMA = "qwen-mtp-v1"
 MAX_DEPTH = 64          # the deepest round a call may ask for (api RowContract.MAX_DEPTH)
+MIN_TEMPERATURE = 1e-30  # below it f32(1/T) times a log-prob overflows (api RowSampler.MIN_TEMPERATURE)
 
 # ---------------------------------------------------------------------------------------------------------------
 # safetensors (8-byte little-endian header length, JSON header, raw little-endian data)
@@ -918,6 +919,9 @@ def _check_sampler(r, s):
     t, k, p, seed = s.temperature, s.top_k, s.top_p, s.seed
     if not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
         raise E.invalid_argument("draft: sampling[%d] temperature = %s must be finite and ≥ 0" % (r, t))
+    if 0 < t < MIN_TEMPERATURE:
+        raise E.invalid_argument("draft: sampling[%d] temperature = %s is in (0, %s): f32(1/T) times a log-prob "
+                                 "overflows; use 0 for greedy (spec §7)" % (r, t, MIN_TEMPERATURE))
     if not isinstance(k, int) or k < 0:
         raise E.invalid_argument("draft: sampling[%d] top_k = %s must be ≥ 0 (0 disables it)" % (r, k))
     if not isinstance(p, (int, float)) or not 0 < p <= 1:

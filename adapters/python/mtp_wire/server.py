@@ -234,6 +234,8 @@ class Server:
         self.models = {}
         self.groups = {}
         self.poisoned = {}      # group -> reason, for groups whose handler raised something unexpected
+        self.model_of = {}      # group -> the model handle it was opened from
+        self.closed = set()     # groups closed (their handler answers for them)
         self.next_handle = 1
 
     def _handle(self):
@@ -271,12 +273,18 @@ class Server:
                 return 0
 
     def _group(self, op, args):
+        """The group's handler, after the checks the SDK makes for every engine, in the contract's order: a closed
+        group is the handler's to refuse; then poisoned; then a group whose model was unloaded (spec §11.11)."""
         g = args.get("group")
         if g not in self.groups:
             raise E.invalid_argument("%s: unknown group %r" % (op, g))
-        if g in self.poisoned and op != "close":
-            raise E.illegal_state("%s: the group is poisoned by an earlier failure (%s); discard it and open a new "
-                                  "one (spec §9.2)" % (op, self.poisoned[g]))
+        if g not in self.closed and op != "close":
+            if g in self.poisoned:
+                raise E.illegal_state("%s: the group is poisoned by an earlier failure (%s); discard it and open a "
+                                      "new one (spec §9.2)" % (op, self.poisoned[g]))
+            if self.model_of.get(g) not in self.models and op != "rowCount":
+                raise E.illegal_state("%s: the model this group was opened from is closed; a group cannot outlive "
+                                      "its model (spec §11.11)" % op)
         return g, self.groups[g]
 
     def _guard(self, op, g, fn):
@@ -328,6 +336,7 @@ class Server:
             rows = self._guard("openRows", None, lambda: model.open_rows(_checkpoints_in(a.get("checkpoints"))))
             g = self._handle()
             self.groups[g] = rows
+            self.model_of[g] = a.get("model")
             return {"group": g}, ()
         if op in ("append", "filterRows", "prefill", "draft", "commit", "capture", "rowCount", "close"):
             g, rows = self._group(op, a)
@@ -355,6 +364,7 @@ class Server:
             elif op == "close":
                 self._guard(op, None, rows.close)
                 self.poisoned.pop(g, None)
+                self.closed.add(g)
             return {}, ()
         raise E.MtpError(E.UNAVAILABLE, "%s: unknown op (this engine speaks %s)" % (op, PROTOCOL))
 

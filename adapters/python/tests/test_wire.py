@@ -110,6 +110,22 @@ class WireTest(unittest.TestCase):
         h, _ = self.c.call("capture", {"group": g, "row": 0})
         self.assertEqual((h["error"]["kind"], h["error"]["message"][:24]), ("ILLEGAL_STATE", "capture: the group is cl"))
 
+    def test_a_group_whose_model_was_unloaded_refuses_every_call_but_close(self):
+        m = self.load()
+        g = self.c.ok("openRows", {"model": m, "checkpoints": [None, None]})[0]["group"]
+        self.c.ok("unload", {"model": m})
+        for op, args in (("capture", {"row": 0}), ("filterRows", {"keep": [1, 0]}), ("append", {"checkpoints": []}),
+                         ("draft", {"pending": [0, 0], "depth": 1, "steps": [0, 0], "sampling": None}),
+                         ("commit", {"accepted": [0, 0], "context": None}),
+                         ("prefill", {"tokens": None, "context": None})):
+            h, _ = self.c.call(op, dict(args, group=g))
+            self.assertEqual(h["error"]["kind"], "ILLEGAL_STATE", op)
+            self.assertTrue(h["error"]["message"].startswith(op + ": the model this group was opened from is closed"))
+        self.assertEqual(self.c.ok("rowCount", {"group": g})[0], {"rows": 2})
+        self.c.ok("close", {"group": g})
+        h, _ = self.c.call("capture", {"group": g, "row": 0})
+        self.assertTrue(h["error"]["message"].startswith("capture: the group is closed"))
+
     def test_shutdown_exits_zero(self):
         self.c.ok("hello", hello_args())
         self.c.ok("shutdown")

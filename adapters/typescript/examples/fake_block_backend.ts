@@ -10,7 +10,7 @@
 
 import {
   type Checkpoint, type DraftModel, type DraftRows, type Engine, type HelloResult, type LoadArgs, MtpError,
-  Tensor, illegalState, incompatibleCheckpoint, invalidArgument, serve,
+  type RowSampler, Tensor, illegalState, incompatibleCheckpoint, invalidArgument, serve,
 } from "../src/mtp_wire.js";
 
 const SCHEMA = "qwen-mtp-v1";
@@ -252,6 +252,7 @@ class FakeRows implements DraftRows {
       if (!isInt(s) || s < 0) throw invalidArgument(`draft: steps[${r}] = ${s} is negative`);
     });
     if (sampling.length !== b) throw invalidArgument(`draft: sampling has ${sampling.length} row samplers, expected ${b}`);
+    sampling.forEach((s, r) => checkSampler(r, s));
     this.rows.forEach((row, r) => {
       if (row.hidden === null) {
         throw illegalState(`draft: row ${r} has no retained hidden (a cold row must be prefilled first, spec §5.7)`);
@@ -393,6 +394,18 @@ class FakeRows implements DraftRows {
     if (bad >= 0) throw invalidArgument(`${call}: context element ${bad} = ${a[bad]} is not finite`);
     return a;
   }
+}
+
+/** A row sampler's values (spec §7): temperature 0 (greedy) or ≥ 1e-30, top_k ≥ 0, top_p in (0, 1]. */
+function checkSampler(r: number, s: unknown): void {
+  if (s === null || typeof s !== "object") throw invalidArgument(`draft: sampling[${r}] is not a sampler`);
+  const { temperature: t, topK: k, topP: p } = s as RowSampler;
+  if (typeof t !== "number" || !Number.isFinite(t) || t < 0) {
+    throw invalidArgument(`draft: sampling[${r}] temperature = ${t} must be finite and ≥ 0`);
+  }
+  if (t > 0 && t < 1e-30) throw invalidArgument(`draft: sampling[${r}] temperature = ${t} is in (0, 1e-30); use 0 for greedy`);
+  if (!isInt(k) || k < 0) throw invalidArgument(`draft: sampling[${r}] top_k = ${k} must be ≥ 0`);
+  if (typeof p !== "number" || !(p > 0 && p <= 1)) throw invalidArgument(`draft: sampling[${r}] top_p = ${p} must be in (0, 1]`);
 }
 
 function checked(where: string, name: string, t: unknown, shape: number[]): Tensor {

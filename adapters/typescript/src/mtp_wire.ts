@@ -288,6 +288,8 @@ export class Server {
   private models = new Map<number, DraftModel>();
   private groups = new Map<number, DraftRows>();
   private poisoned = new Map<number, string>();
+  private modelOf = new Map<number, number>(); // group -> the model handle it was opened from
+  private closed = new Set<number>();          // groups closed (their handler answers for them)
   private nextHandle = 1;
 
   constructor(private engine: Engine, private log: (line: string) => void) {}
@@ -363,6 +365,7 @@ export class Server {
         const rows = this.guard("openRows", null, () => model.openRows(a.checkpoints));
         const g = this.handleFor();
         this.groups.set(g, rows);
+        this.modelOf.set(g, a.model as number);
         return [{ group: g }, []];
       }
       default:
@@ -373,9 +376,17 @@ export class Server {
     const g = a.group as number;
     const rows = this.groups.get(g);
     if (!rows) throw invalidArgument(`${op}: unknown group ${JSON.stringify(a.group)}`);
-    if (this.poisoned.has(g) && op !== "close") {
-      throw illegalState(`${op}: the group is poisoned by an earlier failure (${this.poisoned.get(g)}); discard it `
-        + "and open a new one (spec §9.2)");
+    // the checks the SDK makes for every engine, in the contract's order: a closed group is the handler's to refuse;
+    // then poisoned; then a group whose model was unloaded (spec §11.11)
+    if (!this.closed.has(g) && op !== "close") {
+      if (this.poisoned.has(g)) {
+        throw illegalState(`${op}: the group is poisoned by an earlier failure (${this.poisoned.get(g)}); discard `
+          + "it and open a new one (spec §9.2)");
+      }
+      if (!this.models.has(this.modelOf.get(g) as number) && op !== "rowCount") {
+        throw illegalState(`${op}: the model this group was opened from is closed; a group cannot outlive its model `
+          + "(spec §11.11)");
+      }
     }
     switch (op) {
       case "append": this.guard(op, g, () => rows.append(a.checkpoints)); return [{}, []];
@@ -399,6 +410,7 @@ export class Server {
       default: // close
         this.guard(op, null, () => rows.close());
         this.poisoned.delete(g);
+        this.closed.add(g);
         return [{}, []];
     }
   }

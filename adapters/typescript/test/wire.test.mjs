@@ -161,3 +161,22 @@ test("a checkpoint restores byte for byte and filterRows permutes rows", async (
   assert.deepEqual((await capture(c, g, 1)).bytes, before[0].bytes);
   await c.close();
 });
+
+test("a group whose model was unloaded refuses every call but rowCount and close; bad samplers are refused", async () => {
+  const { c, m } = await start();
+  const g = (await c.ok("openRows", { model: m, checkpoints: [null, null] })).header.result.group;
+  await c.ok("prefill", { group: g, tokens: { tensor: 0 }, context: { tensor: 1 } }, [i32([1, 2, 3, 4], [2, 2]), ctx(2, 2, 9)]);
+  for (const bad of [[GREEDY, null], [GREEDY, { temperature: 1e-39, topK: 0, topP: 1, seed: "3" }], [GREEDY, { ...GREEDY, topP: 0 }]]) {
+    const r = await c.call("draft", { group: g, pending: [0, 0], depth: 1, steps: [0, 0], sampling: bad });
+    assert.equal(r.header.error.kind, "INVALID_ARGUMENT", JSON.stringify(bad));
+  }
+  await c.ok("unload", { model: m });
+  for (const op of ["append", "filterRows", "prefill", "draft", "commit", "capture"]) {
+    const r = await c.call(op, { group: g, checkpoints: [], keep: [1, 0], row: 0 });
+    assert.equal(r.header.error.kind, "ILLEGAL_STATE", op);
+    assert.ok(r.header.error.message.startsWith(`${op}: the model this group was opened from is closed`), op);
+  }
+  assert.equal((await c.ok("rowCount", { group: g })).header.result.rows, 2);
+  await c.ok("close", { group: g });
+  await c.close();
+});

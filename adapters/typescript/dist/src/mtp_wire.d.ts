@@ -111,6 +111,8 @@ export declare class Server {
     private models;
     private groups;
     private poisoned;
+    private modelOf;
+    private closed;
     private nextHandle;
     constructor(engine: Engine, log: (line: string) => void);
     /** Answers one request frame with one reply frame (bytes). */

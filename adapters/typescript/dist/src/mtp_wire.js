@@ -220,6 +220,8 @@ export class Server {
     models = new Map();
     groups = new Map();
     poisoned = new Map();
+    modelOf = new Map(); // group -> the model handle it was opened from
+    closed = new Set(); // groups closed (their handler answers for them)
     nextHandle = 1;
     constructor(engine, log) {
         this.engine = engine;
@@ -299,6 +301,7 @@ export class Server {
                 const rows = this.guard("openRows", null, () => model.openRows(a.checkpoints));
                 const g = this.handleFor();
                 this.groups.set(g, rows);
+                this.modelOf.set(g, a.model);
                 return [{ group: g }, []];
             }
             default:
@@ -311,9 +314,17 @@ export class Server {
         const rows = this.groups.get(g);
         if (!rows)
             throw invalidArgument(`${op}: unknown group ${JSON.stringify(a.group)}`);
-        if (this.poisoned.has(g) && op !== "close") {
-            throw illegalState(`${op}: the group is poisoned by an earlier failure (${this.poisoned.get(g)}); discard it `
-                + "and open a new one (spec §9.2)");
+        // the checks the SDK makes for every engine, in the contract's order: a closed group is the handler's to refuse;
+        // then poisoned; then a group whose model was unloaded (spec §11.11)
+        if (!this.closed.has(g) && op !== "close") {
+            if (this.poisoned.has(g)) {
+                throw illegalState(`${op}: the group is poisoned by an earlier failure (${this.poisoned.get(g)}); discard `
+                    + "it and open a new one (spec §9.2)");
+            }
+            if (!this.models.has(this.modelOf.get(g)) && op !== "rowCount") {
+                throw illegalState(`${op}: the model this group was opened from is closed; a group cannot outlive its model `
+                    + "(spec §11.11)");
+            }
         }
         switch (op) {
             case "append":
@@ -345,6 +356,7 @@ export class Server {
             default: // close
                 this.guard(op, null, () => rows.close());
                 this.poisoned.delete(g);
+                this.closed.add(g);
                 return [{}, []];
         }
     }

@@ -11,6 +11,7 @@ import org.mtporacle.conformance.chain.Action;
 import org.mtporacle.conformance.chain.ChainGenerator;
 import org.mtporacle.conformance.lockstep.ChainOutcome;
 import org.mtporacle.conformance.report.ConformReport;
+import org.mtporacle.conformance.report.ReportFiles;
 import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
 
@@ -22,14 +23,22 @@ import java.util.List;
 /**
  * {@code mtp conform} as a library call: every requested backend profile against the reference on every requested
  * fixture, one {@link Campaign} each, collected into a {@link ConformReport}. Unavailable backends become entries
- * with their reason, never failures.
+ * with their reason; they fail the run ({@link ConformReport#verdict()}) only when asked for by name.
  */
 public final class Conform {
 
-    /** The run's choices. {@code shard} is {@code K/N} with K from 1. */
-    public record Options(List<MtpBackend> backends, List<String> profileFilter, List<FixtureRecipe> fixtures,
+    /**
+     * The run's choices. {@code requested} are the backend names the user gave (empty: every backend found), the
+     * profiles they select are {@code choices} ({@link BackendSelection#select}); the shard is index K−1 of N.
+     */
+    public record Options(List<BackendSelection.Choice> choices, List<String> requested, List<FixtureRecipe> fixtures,
                           int chains, long seed, int shardIndex, int shardCount, Path reportDir, Path fixtureCache,
                           ChainGenerator.Limits limits) {
+        public Options {
+            choices = List.copyOf(choices);
+            requested = List.copyOf(requested);
+            fixtures = List.copyOf(fixtures);
+        }
     }
 
     /** Progress of the whole run, for a progress bar. */
@@ -41,33 +50,38 @@ public final class Conform {
         void entryDone(ConformReport.Entry entry);
     }
 
+    /** Where the hiddens fed to prefill and commit come from, as the report says it. */
+    public static final String CONTEXTS = "synthetic: seeded N(0,1) hiddens rounded to bf16 (no target tap)";
+
     private Conform() {
     }
 
+    /**
+     * Runs every choice on every fixture. The traces of an earlier run in {@code reportDir} are removed first, so the
+     * folder only ever holds this run's.
+     */
     public static ConformReport run(Options o, Listener listener) {
+        if (o.reportDir() != null) {
+            ReportFiles.clearTraces(o.reportDir());
+        }
         List<ConformReport.Entry> entries = new ArrayList<>();
         for (FixtureRecipe fx : o.fixtures()) {
             MtpModel model = fx.load(o.fixtureCache());
             try (ReferenceDraftModel oracle = ReferenceBackend.load(model, ReferenceBackend.configuredMode(),
                     Runtime.getRuntime().availableProcessors())) {
-                for (MtpBackend b : o.backends()) {
-                    for (BackendProfile p : b.profiles()) {
-                        if (!o.profileFilter().isEmpty() && !o.profileFilter().contains(p.label())
-                                && !o.profileFilter().contains(b.name())) {
-                            continue;
-                        }
-                        listener.entryStarted(p.label(), fx.name());
-                        ConformReport.Entry e = entry(o, fx, model, oracle, b, p, listener);
-                        entries.add(e);
-                        listener.entryDone(e);
-                    }
+                for (BackendSelection.Choice c : o.choices()) {
+                    listener.entryStarted(c.label(), fx.name());
+                    ConformReport.Entry e = entry(o, fx, model, oracle, c.backend(), c.profile(), listener);
+                    entries.add(e);
+                    listener.entryDone(e);
                 }
             }
         }
-        String shard = o.shardCount() > 1 ? (o.shardIndex() + 1) + "/" + o.shardCount() : null;
+        String shard = (o.shardIndex() + 1) + "/" + o.shardCount();
         return new ConformReport("mtp-oracle " + version(), Instant.now().toString(), o.seed(), o.chains(),
-                shard == null ? List.of() : List.of(shard),
-                "synthetic: seeded N(0,1) hiddens rounded to bf16 (no target tap)", entries);
+                List.of(shard), CONTEXTS, entries,
+                new ConformReport.Plan(o.shardCount(), o.limits().maxActions(), o.requested(),
+                        o.fixtures().stream().map(FixtureRecipe::name).toList()), List.of());
     }
 
     private static ConformReport.Entry entry(Options o, FixtureRecipe fx, MtpModel model, ReferenceDraftModel oracle,

@@ -134,7 +134,8 @@ public final class CompanionConverter {
             writeConfig(hfDir.resolve("config.json"), outDir.resolve("config.json"), tied, o, storage);
             return new Result(outDir, storage, total);
         } catch (IOException e) {
-            throw new MtpException(MtpException.Kind.MALFORMED_FILE, "convert: cannot write " + outDir + ": " + e, e);
+            throw new MtpException(MtpException.Kind.MALFORMED_FILE, "convert: cannot write " + outDir + " ("
+                    + IoErrors.describe(e) + ")", e);
         }
     }
 

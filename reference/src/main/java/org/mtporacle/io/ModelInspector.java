@@ -107,7 +107,9 @@ public final class ModelInspector {
         String norms = model.layout().equals("hf") ? "zero-centred (stored w, gain 1 + w folded in f32)"
                 : "full gain (stored as used)";
         String quant = cfg.quantization() == null ? "none" : "default " + cfg.quantization().defaults()
-                + (cfg.quantization().overrides().isEmpty() ? "" : ", overrides " + cfg.quantization().overrides());
+                + (cfg.quantization().overrides().isEmpty() ? "" : ", overrides " + String.join(", ",
+                cfg.quantization().overrides().entrySet().stream().map(e -> e.getKey() + " "
+                        + (e.getValue() == null ? "dense" : e.getValue())).toList()));
         return new Report(path.toString(), "model", model.layout(), norms, quant, model.config(), model.identity(), mtp,
                 target, bytes, metadata, rows, model.warnings());
     }

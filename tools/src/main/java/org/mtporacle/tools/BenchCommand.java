@@ -4,8 +4,6 @@ import org.mtporacle.api.DraftModel;
 import org.mtporacle.api.DraftRows;
 import org.mtporacle.api.DraftSampling;
 import org.mtporacle.api.MtpBackend;
-import org.mtporacle.api.MtpBackends;
-import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
 import org.mtporacle.conformance.FixtureRecipe;
 import org.mtporacle.conformance.chain.ChainData;
@@ -16,6 +14,7 @@ import org.mtporacle.bench.DeviceDraftBench;
 import org.mtporacle.bench.KernelBench;
 import org.mtporacle.reference.fixture.FixtureModels;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
@@ -76,19 +75,18 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--no-openblas", description = "Skip the OpenBLAS comparison.")
     boolean noOpenBlas;
 
-    @Option(names = "--backend", paramLabel = "NAME",
-            description = "Also time this backend's draft round beside the reference's, on the preset's fixture.")
-    String backend;
+    @Mixin
+    Mixins.Backend backend;
 
     @Option(names = "--rounds", paramLabel = "N", defaultValue = "20",
             description = "Draft rounds timed per side with --backend (default: ${DEFAULT-VALUE}).")
     int rounds;
 
-    @Option(names = "--json", description = "Print JSON instead of the table.")
-    boolean json;
+    @Mixin
+    Mixins.Json json;
 
-    @Option(names = "--quiet", description = "No progress lines.")
-    boolean quiet;
+    @Mixin
+    Mixins.Quiet quiet;
 
     @Spec
     CommandSpec spec;
@@ -102,15 +100,16 @@ final class BenchCommand implements Callable<Integer> {
             throw new ParameterException(spec.commandLine(), e.getMessage(), e);
         }
         boolean backendOnly = only != null && only.equals(List.of("backend"));
-        if (backendOnly && backend == null) {
+        if (backendOnly && !backend.given()) {
             throw new ParameterException(spec.commandLine(), "--only backend needs --backend NAME");
         }
-        ProgressLine progress = new ProgressLine(quiet || json);
+        MtpBackend b = backend.given() ? backend.resolve(null) : null; // before measuring: an unavailable one fails fast
+        ProgressLine progress = new ProgressLine(quiet.quiet || json.json);
         BenchReport report = backendOnly ? null : KernelBench.run(o, line -> progress.status("bench: " + line));
-        String comparison = backend == null ? null : compare(o.preset(), progress);
-        DeviceDraftBench.Result device = backend == null ? null : deviceTable(progress);
+        String comparison = b == null ? null : compare(b, o.preset(), progress);
+        DeviceDraftBench.Result device = b == null ? null : deviceTable(b, progress);
         progress.finish();
-        if (json) {
+        if (json.json) {
             System.out.println(comparison == null ? report.toJson()
                     : "{\"kernels\": " + (report == null ? "null" : report.toJson()) + ", \"backendComparison\": "
                     + comparison + ", \"device\": " + device.toJson() + "}");
@@ -147,12 +146,7 @@ final class BenchCommand implements Callable<Integer> {
     }
 
     /** Times draft rounds (depth 1, then commit) at B = 1 on the reference and on the backend; prints the ratio. */
-    private String compare(String presetName, ProgressLine progress) {
-        MtpBackend b = MtpBackends.byName(backend);
-        if (!b.availability().available()) {
-            throw new MtpException(MtpException.Kind.UNAVAILABLE, "--backend " + backend + " is unavailable: "
-                    + b.availability().reason());
-        }
+    private String compare(MtpBackend b, String presetName, ProgressLine progress) {
         FixtureRecipe recipe = new FixtureRecipe("bench-" + presetName, presetName, 11, FixtureModels.Layout.HF,
                 org.mtporacle.api.DType.BF16, 0, 0);
         progress.status("bench: writing/loading the " + presetName + " fixture for the backend comparison");
@@ -170,7 +164,8 @@ final class BenchCommand implements Callable<Integer> {
         });
         for (int i = 0; i < labels.size(); i++) {
             MtpBackend side = i == 0 ? new ReferenceBackend() : b;
-            try (DraftModel dm = side.load(model, options.get(i))) {
+            Map<String, String> opts = i == 0 || backend.options.isEmpty() ? options.get(i) : backend.options;
+            try (DraftModel dm = side.load(model, opts)) {
                 double ms = medianRoundMillis(dm, model);
                 if (i == 0) {
                     refMs = ms;
@@ -189,12 +184,11 @@ final class BenchCommand implements Callable<Integer> {
     }
 
     /** The backend's draft round at real shapes against its own device's bandwidth floor, per profile options. */
-    private DeviceDraftBench.Result deviceTable(ProgressLine progress) {
-        MtpBackend b = MtpBackends.byName(backend);
+    private DeviceDraftBench.Result deviceTable(MtpBackend b, ProgressLine progress) {
         List<String> shapes = devicePresets != null ? devicePresets
                 : quick ? List.of("small") : List.of("qwen3.5-0.8b", "qwen3.5-4b", "qwen3.5-27b");
         try {
-            return DeviceDraftBench.run(b, Map.of(), shapes, weights != null ? weights : List.of("bf16", "q4"),
+            return DeviceDraftBench.run(b, backend.options, shapes, weights != null ? weights : List.of("bf16", "q4"),
                     batches != null ? batches : List.of(1, 8), rounds, line -> progress.status("bench: " + line));
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage(), e);

@@ -1,8 +1,6 @@
 package org.mtporacle.tools;
 
-import org.mtporacle.api.MtpBackend;
-import org.mtporacle.api.MtpBackends;
-import org.mtporacle.api.MtpException;
+import org.mtporacle.conformance.BackendSelection;
 import org.mtporacle.conformance.Conform;
 import org.mtporacle.conformance.FixtureRecipe;
 import org.mtporacle.conformance.chain.ChainGenerator;
@@ -10,9 +8,13 @@ import org.mtporacle.conformance.report.ConformReport;
 import org.mtporacle.conformance.report.ReportFiles;
 import org.mtporacle.conformance.report.TextReport;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
 
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -21,10 +23,14 @@ import java.util.concurrent.Callable;
 /** {@code mtp conform}: every available backend against the reference on the bundled fixtures. */
 @Command(name = "conform", mixinStandardHelpOptions = true, subcommands = ConformCommand.Merge.class,
         description = {"Run lockstep conformance chains of backends against the reference.",
-                "With no options: every available backend profile on the bundled fixtures (tiny, tiny-q4, small, "
-                        + "small-q4). Exit 0 only if every entry passed; unavailable backends are listed with the "
-                        + "reason and do not fail the run."})
+                "With no options: every backend profile found on the bundled fixtures (tiny, tiny-q4, small, "
+                        + "small-q4); unavailable backends are listed with the reason and do not fail the run. A "
+                        + "backend asked for with --backend must run: unavailable, the run exits 3.",
+                "Exit 0 when every entry passed, 1 when one failed, 3 when a backend asked for is unavailable."})
 final class ConformCommand implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+
     @Option(names = "--backend", paramLabel = "NAME",
             description = "Backend or profile to run (repeatable; default: all found, e.g. reference, mlx/native).")
     List<String> backends = new ArrayList<>();
@@ -44,53 +50,39 @@ final class ConformCommand implements Callable<Integer> {
             description = "Longest chain, in actions (default: ${DEFAULT-VALUE}).")
     int maxActions;
 
-    @Option(names = "--shard", paramLabel = "K/N",
+    @Option(names = "--shard", paramLabel = "K/N", converter = Shard.Converter.class,
             description = "Run only the K-th of N disjoint ranges of chains; combine with `mtp conform merge`.")
-    String shard;
+    Shard shard = Shard.WHOLE;
 
     @Option(names = "--report", paramLabel = "DIR", defaultValue = "mtp-reports/conform",
-            description = "Where report.json, report.html and failing traces go (default: ${DEFAULT-VALUE}).")
+            description = "Where report.json, report.html and this run's failing traces go (earlier traces there "
+                    + "are removed; default: ${DEFAULT-VALUE}).")
     Path report;
 
-    @Option(names = "--json", description = "Print report.json to standard output instead of the summary.")
-    boolean json;
+    @Mixin
+    Mixins.Json json;
 
-    @Option(names = "--quiet", description = "No progress bar.")
-    boolean quiet;
+    @Mixin
+    Mixins.Quiet quiet;
 
     @Override
     public Integer call() {
-        int[] sh = parseShard(shard);
-        if (chains < 1) {
-            throw MtpException.invalidArgument("--chains " + chains + " must be ≥ 1");
-        }
-        if (maxActions < 1) {
-            throw MtpException.invalidArgument("--max-actions " + maxActions + " must be ≥ 1");
-        }
-        List<MtpBackend> selected = new ArrayList<>();
-        for (MtpBackend b : MtpBackends.all()) {
-            boolean wanted = backends.isEmpty() || backends.contains(b.name())
-                    || b.profiles().stream().anyMatch(p -> backends.contains(p.label()));
-            if (wanted) {
-                selected.add(b);
-            }
-        }
-        for (String name : backends) {
-            boolean known = selected.stream().anyMatch(b -> b.name().equals(name)
-                    || b.profiles().stream().anyMatch(p -> p.label().equals(name)));
-            if (!known) {
-                throw MtpException.invalidArgument("--backend " + name + ": no such backend or profile (known: "
-                        + String.join(", ", MtpBackends.all().stream().flatMap(b -> b.profiles().stream())
-                        .map(p -> p.label()).toList()) + ")");
-            }
-        }
+        Mixins.Usage.require(spec, chains >= 1, "--chains " + chains + ": must be ≥ 1");
+        Mixins.Usage.require(spec, maxActions >= 1, "--max-actions " + maxActions + ": must be ≥ 1");
+        List<BackendSelection.Choice> selected = Mixins.Usage.lookup(spec, () -> BackendSelection.select(backends));
         List<FixtureRecipe> recipes = fixtures.isEmpty() ? FixtureRecipe.BUNDLED
-                : fixtures.stream().map(FixtureRecipe::named).toList();
+                : Mixins.Usage.lookup(spec, () -> fixtures.stream().map(FixtureRecipe::named).toList());
         ChainGenerator.Limits d = ChainGenerator.Limits.defaults();
-        Conform.Options o = new Conform.Options(selected, backends, recipes, chains, seed, sh[0], sh[1], report,
-                FixtureRecipe.defaultCache(), new ChainGenerator.Limits(maxActions, d.maxRows(), d.maxDepth(),
-                d.maxPrefill(), d.badRate(), d.stochasticRate()));
-        ProgressLine progress = new ProgressLine(quiet || json);
+        Conform.Options o = new Conform.Options(selected, backends, recipes, chains, seed, shard.index(),
+                shard.count(), report, FixtureRecipe.defaultCache(), new ChainGenerator.Limits(maxActions,
+                d.maxRows(), d.maxDepth(), d.maxPrefill(), d.badRate(), d.stochasticRate()));
+        ProgressLine progress = new ProgressLine(quiet.quiet || json.json);
+        boolean live = !json.json;
+        if (live) {
+            progress.println(TextReport.header(new ConformReport("", "", seed, chains, List.of(shard.text()),
+                    Conform.CONTEXTS, List.of(), new ConformReport.Plan(shard.count(), maxActions, backends,
+                    List.of()), List.of())));
+        }
         ConformReport r = Conform.run(o, new Conform.Listener() {
             String label = "";
             long failed;
@@ -99,6 +91,7 @@ final class ConformCommand implements Callable<Integer> {
             public void entryStarted(String profile, String fixture) {
                 label = profile + " @ " + fixture;
                 failed = 0;
+                progress.update(label, 0, o.chains(), "");
             }
 
             @Override
@@ -109,40 +102,65 @@ final class ConformCommand implements Callable<Integer> {
 
             @Override
             public void entryDone(ConformReport.Entry entry) {
-                progress.finish();
+                String line = TextReport.entryLine(entry);
+                if (live && !line.isEmpty()) {
+                    progress.println(line);
+                } else {
+                    progress.finish();
+                }
             }
         });
         Path file = ReportFiles.write(r, report);
-        if (json) {
+        if (json.json) {
             System.out.println(ReportFiles.toJson(r));
         } else {
-            System.out.print(TextReport.render(r));
+            System.out.print(TextReport.footer(r));
             System.out.println("report: " + file + " and " + file.resolveSibling("report.html"));
         }
-        return r.ok() ? MtpCommand.EXIT_OK : MtpCommand.EXIT_FAILED;
+        return exitCode(r);
     }
 
-    /** {@code "K/N"} → {index K−1, N}; null → {0, 1}. */
-    static int[] parseShard(String s) {
-        if (s == null) {
-            return new int[] {0, 1};
+    static int exitCode(ConformReport r) {
+        return switch (r.verdict()) {
+            case PASSED -> MtpCommand.EXIT_OK;
+            case FAILED -> MtpCommand.EXIT_FAILED;
+            case UNAVAILABLE -> MtpCommand.EXIT_ERROR;
+        };
+    }
+
+    /** {@code --shard K/N}: index K−1 of N. */
+    record Shard(int index, int count) {
+        static final Shard WHOLE = new Shard(0, 1);
+
+        String text() {
+            return (index + 1) + "/" + count;
         }
-        String[] p = s.split("/");
-        try {
-            int k = Integer.parseInt(p[0].trim());
-            int n = Integer.parseInt(p[1].trim());
-            if (p.length == 2 && n >= 1 && k >= 1 && k <= n) {
-                return new int[] {k - 1, n};
+
+        static final class Converter implements picocli.CommandLine.ITypeConverter<Shard> {
+            @Override
+            public Shard convert(String s) {
+                String[] p = s.split("/", -1);
+                try {
+                    int k = Integer.parseInt(p[0].trim());
+                    int n = Integer.parseInt(p[1].trim());
+                    if (p.length == 2 && n >= 1 && k >= 1 && k <= n) {
+                        return new Shard(k - 1, n);
+                    }
+                } catch (RuntimeException ignored) {
+                    // reported below
+                }
+                throw new picocli.CommandLine.TypeConversionException("'" + s
+                        + "': expected K/N with 1 ≤ K ≤ N, e.g. 2/8");
             }
-        } catch (RuntimeException ignored) {
-            // reported below
         }
-        throw MtpException.invalidArgument("--shard '" + s + "': expected K/N with 1 ≤ K ≤ N, e.g. 2/8");
     }
 
     /** {@code mtp conform merge}: one report out of shard reports. */
     @Command(name = "merge", mixinStandardHelpOptions = true,
-            description = "Merge the report.json files of the shards of one campaign into one report.")
+            description = {"Merge the report.json files of the shards of one campaign into one report.",
+                    "Refuses (exit 3, naming them) reports of different campaigns, a shard given twice, and a "
+                            + "missing shard unless --allow-partial. Exit 0 when every entry passed, 1 when one "
+                            + "failed."})
     static final class Merge implements Callable<Integer> {
         @Parameters(paramLabel = "REPORT", arity = "1..*", description = "report.json files (or their directories).")
         List<Path> reports;
@@ -151,28 +169,28 @@ final class ConformCommand implements Callable<Integer> {
                 description = "Where the merged report goes (default: ${DEFAULT-VALUE}).")
         Path out;
 
-        @Option(names = "--json", description = "Print the merged report.json instead of the summary.")
-        boolean json;
+        @Option(names = "--allow-partial", description = "Merge even when shards are missing; the report lists them.")
+        boolean allowPartial;
+
+        @Mixin
+        Mixins.Json json;
 
         @Override
         public Integer call() {
-            List<ConformReport> parts = new ArrayList<>();
+            List<ReportFiles.Part> parts = new ArrayList<>();
             for (Path p : reports) {
-                Path f = java.nio.file.Files.isDirectory(p) ? p.resolve("report.json") : p;
-                if (!java.nio.file.Files.isRegularFile(f)) {
-                    throw MtpException.invalidArgument("merge: " + f + " does not exist");
-                }
-                parts.add(ReportFiles.read(f));
+                Path f = Files.isDirectory(p) ? p.resolve("report.json") : p;
+                parts.add(new ReportFiles.Part(f.toString(), ReportFiles.read(f)));
             }
-            ConformReport merged = ReportFiles.merge(parts);
+            ConformReport merged = ReportFiles.merge(parts, allowPartial);
             Path file = ReportFiles.write(merged, out);
-            if (json) {
+            if (json.json) {
                 System.out.println(ReportFiles.toJson(merged));
             } else {
                 System.out.print(TextReport.render(merged));
-                System.out.println("report: " + file);
+                System.out.println("report: " + file + " and " + file.resolveSibling("report.html"));
             }
-            return merged.ok() ? MtpCommand.EXIT_OK : MtpCommand.EXIT_FAILED;
+            return exitCode(merged);
         }
     }
 }

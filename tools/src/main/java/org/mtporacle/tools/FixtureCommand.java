@@ -1,11 +1,13 @@
 package org.mtporacle.tools;
 
 import org.mtporacle.api.DType;
-import org.mtporacle.api.MtpException;
 import org.mtporacle.conformance.FixtureRecipe;
 import org.mtporacle.reference.fixture.FixtureModels;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 import java.nio.file.Path;
 import java.util.Locale;
@@ -33,19 +35,17 @@ final class FixtureCommand implements Callable<Integer> {
             description = "Weight dtype (default: bf16).")
     String dtype;
 
-    @Option(names = "--quantize", paramLabel = "BITS", defaultValue = "0",
-            description = "MLX affine quantization bits: 2, 3, 4, 5, 6 or 8 (default: none).")
-    int bits;
-
-    @Option(names = "--group-size", paramLabel = "G", defaultValue = "64",
-            description = "Quantization group size: 32, 64 or 128 (default: 64).")
-    int groupSize;
+    @Mixin
+    Mixins.Quantize quantize;
 
     @Option(names = "--list", description = "List the presets and the named fixture recipes, then exit.")
     boolean list;
 
-    @Option(names = "--quiet", description = "No progress line.")
-    boolean quiet;
+    @Mixin
+    Mixins.Quiet quiet;
+
+    @Spec
+    CommandSpec spec;
 
     @Override
     public Integer call() throws Exception {
@@ -61,26 +61,29 @@ final class FixtureCommand implements Callable<Integer> {
             FixtureRecipe.EXTRA.forEach(r -> System.out.println("    " + r.describe()));
             return MtpCommand.EXIT_OK;
         }
-        if (preset == null || out == null) {
-            throw MtpException.invalidArgument("--preset and --out are required (or --list)");
-        }
+        Mixins.Usage.require(spec, preset != null && out != null, "--preset and --out are required (or --list)");
+        Mixins.Usage.require(spec, FixtureModels.PRESETS.stream().anyMatch(p -> p.name().equals(preset)),
+                "--preset " + preset + ": expected one of " + String.join(", ", FixtureModels.PRESETS.stream()
+                        .map(FixtureModels.Preset::name).toList()));
         FixtureModels.Layout l = switch (layout.toLowerCase(Locale.ROOT)) {
             case "hf" -> FixtureModels.Layout.HF;
             case "companion" -> FixtureModels.Layout.COMPANION;
-            default -> throw MtpException.invalidArgument("--layout " + layout + ", expected hf or companion");
+            default -> throw Mixins.Usage.error(spec, "--layout " + layout + ": expected hf or companion");
         };
         DType t = switch (dtype.toLowerCase(Locale.ROOT)) {
             case "bf16" -> DType.BF16;
             case "f16" -> DType.F16;
             case "f32" -> DType.F32;
-            default -> throw MtpException.invalidArgument("--dtype " + dtype + ", expected bf16, f16 or f32");
+            default -> throw Mixins.Usage.error(spec, "--dtype " + dtype + ": expected bf16, f16 or f32");
         };
+        int bits = quantize.bits;
+        int groupSize = quantize.group();
         long start = System.nanoTime();
         Path dir;
-        try (AutoCloseable ticker = new ProgressLine(quiet).ticker("writing " + preset + " (" + l.name()
+        try (AutoCloseable ticker = quiet.progress().ticker("writing " + preset + " (" + l.name()
                 .toLowerCase() + ", " + t + (bits == 0 ? "" : ", " + bits + "-bit group " + groupSize) + ") to "
                 + out)) {
-            dir = FixtureModels.write(preset, seed, out, l, t, bits, bits == 0 ? 0 : groupSize);
+            dir = FixtureModels.write(preset, seed, out, l, t, bits, groupSize);
         }
         System.out.printf("wrote %s in %.1f s%n", dir, (System.nanoTime() - start) / 1e9);
         return MtpCommand.EXIT_OK;

@@ -1,10 +1,7 @@
 package org.mtporacle.tools;
 
-import org.mtporacle.api.Availability;
-import org.mtporacle.api.BackendProfile;
 import org.mtporacle.api.DraftModel;
 import org.mtporacle.api.MtpBackend;
-import org.mtporacle.api.MtpBackends;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.UntrustedText;
 import org.mtporacle.api.MtpModel;
@@ -12,16 +9,19 @@ import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.FixtureRecipe;
 import org.mtporacle.conformance.golden.GoldenDiff;
 import org.mtporacle.conformance.golden.GoldenFiles;
+import org.mtporacle.conformance.golden.GoldenModels;
 import org.mtporacle.conformance.golden.GoldenScenarios;
 import org.mtporacle.conformance.golden.GoldenTrace;
 import org.mtporacle.conformance.golden.GoldenVerifier;
-import org.mtporacle.io.ModelLoader;
 import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
 import org.mtporacle.reference.kernels.KernelMode;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 import picocli.CommandLine.Parameters;
 
 import java.io.IOException;
@@ -45,7 +45,7 @@ final class GoldenCommand implements Runnable {
 
     @Override
     public void run() {
-        spec.commandLine().usage(System.out);
+        Mixins.Usage.missingSubcommand(spec);
     }
 
     /** {@code mtp golden record}. */
@@ -66,11 +66,18 @@ final class GoldenCommand implements Runnable {
                 description = "Output directory (default: ${DEFAULT-VALUE}).")
         Path out;
 
-        @Option(names = "--quiet", description = "No progress bar.")
-        boolean quiet;
+        @Mixin
+        Mixins.Quiet quiet;
+
+        @Spec
+        CommandSpec spec;
 
         @Override
         public Integer call() {
+            for (String s : scenarios) {
+                Mixins.Usage.require(spec, GoldenScenarios.NAMES.contains(s), "--scenario " + s
+                        + ": unknown, expected one of " + String.join(", ", GoldenScenarios.NAMES));
+            }
             Map<String, List<String>> plan = new LinkedHashMap<>();
             if (fixtures.isEmpty()) {
                 for (String f : List.of("tiny", "tiny-q4", "small")) {
@@ -78,20 +85,14 @@ final class GoldenCommand implements Runnable {
                 }
             } else {
                 for (String f : fixtures) {
-                    FixtureRecipe.named(f);
+                    Mixins.Usage.lookup(spec, () -> FixtureRecipe.named(f));
                     plan.put(f, scenarios.isEmpty() ? GoldenScenarios.DEFAULTS.getOrDefault(f, GoldenScenarios.NAMES)
                             : scenarios);
                 }
             }
-            for (String s : scenarios) {
-                if (!GoldenScenarios.NAMES.contains(s)) {
-                    throw MtpException.invalidArgument("--scenario " + s + ": unknown, expected one of "
-                            + GoldenScenarios.NAMES);
-                }
-            }
             int total = plan.values().stream().mapToInt(List::size).sum();
             int done = 0;
-            ProgressLine progress = new ProgressLine(quiet);
+            ProgressLine progress = quiet.progress();
             for (Map.Entry<String, List<String>> e : plan.entrySet()) {
                 progress.update("loading " + e.getKey(), done, total, "");
                 MtpModel model = FixtureRecipe.named(e.getKey()).load(FixtureRecipe.defaultCache());
@@ -99,8 +100,7 @@ final class GoldenCommand implements Runnable {
                     progress.update("recording " + e.getKey() + "-" + s, done, total, "");
                     Path json = GoldenScenarios.record(model, e.getKey(), s, out);
                     done++;
-                    progress.finish();
-                    System.out.printf("recorded %s (%s)%n", json, sizes(json));
+                    progress.println(String.format("recorded %s (%s)", json, sizes(json)));
                 }
             }
             return MtpCommand.EXIT_OK;
@@ -118,12 +118,8 @@ final class GoldenCommand implements Runnable {
                 description = "Golden JSON files, or directories searched for them.")
         List<Path> paths;
 
-        @Option(names = "--backend", paramLabel = "NAME",
-                description = "Also replay on this backend and hold it to the golden (the reference judges ties).")
-        String backend;
-
-        @Option(names = "--option", paramLabel = "KEY=VALUE", description = "Backend load option (repeatable).")
-        Map<String, String> options = new LinkedHashMap<>();
+        @Mixin
+        Mixins.Backend backend;
 
         @Option(names = "--tolerance", paramLabel = "exact|f32|bf16",
                 description = "Tolerance profile (default: the backend's profile, exact read as f32; without --backend "
@@ -134,35 +130,32 @@ final class GoldenCommand implements Runnable {
                 description = "Model directory, for goldens recorded on a model directory rather than a fixture.")
         Path modelDir;
 
-        @Option(names = "--quiet", description = "No progress bar; print only failures and the summary.")
-        boolean quiet;
+        @Mixin
+        Mixins.Quiet quiet;
+
+        @Spec
+        CommandSpec spec;
 
         @Override
         public Integer call() {
-            List<Path> files = expand(paths);
-            MtpBackend b = null;
-            if (backend != null) {
-                b = MtpBackends.byName(backend);
-                Availability a = b.availability();
-                if (!a.available()) {
-                    throw new MtpException(MtpException.Kind.UNAVAILABLE, "backend " + b.name() + " is unavailable: "
-                            + a.reason());
-                }
+            if (tolerance != null) {
+                Mixins.Usage.lookup(spec, () -> Tolerance.named(tolerance));
             }
+            List<Path> files = expand(paths);
+            MtpBackend b = backend.given() ? backend.resolve(null) : null;
             Map<String, MtpModel> models = new HashMap<>();
-            ProgressLine progress = new ProgressLine(quiet);
+            ProgressLine progress = quiet.progress();
             int failed = 0;
             int bad = 0;
             for (Path f : files) {
                 try {
                     GoldenFiles.Golden g = GoldenFiles.read(f);
-                    MtpModel model = model(g, models);
-                    Tolerance tol = tolerance != null ? Tolerance.named(tolerance) : b != null
-                            ? subjectTolerance(b, options) : Tolerance.named(g.trace().options().tolerance());
+                    MtpModel model = GoldenModels.resolve(g, modelDir, FixtureRecipe.defaultCache(), models);
+                    Tolerance tol = GoldenModels.tolerance(tolerance, b, backend.options, g.trace());
                     GoldenVerifier.Result r;
                     try (ReferenceDraftModel ref = ReferenceBackend.load(model, KernelMode.SCALAR,
                             Runtime.getRuntime().availableProcessors());
-                         DraftModel subject = b == null ? null : b.load(model, options)) {
+                         DraftModel subject = b == null ? null : b.load(model, backend.options)) {
                         String label = g.trace().name();
                         r = GoldenVerifier.verify(g, ref, subject, tol, (done, total) ->
                                 progress.update(label, done, total, ""));
@@ -181,16 +174,6 @@ final class GoldenCommand implements Runnable {
             return bad > 0 ? MtpCommand.EXIT_ERROR : failed > 0 ? MtpCommand.EXIT_FAILED : MtpCommand.EXIT_OK;
         }
 
-        /**
-         * The tolerance of the backend's profile for these options; an exact profile becomes {@code f32} because
-         * goldens hold the reference's scalar order, which a backend (even the reference in vector mode) does not
-         * reproduce bit for bit.
-         */
-        private static Tolerance subjectTolerance(MtpBackend b, Map<String, String> options) {
-            Tolerance t = BackendProfile.matching(b.profiles(), options).tolerance();
-            return t.exact() ? Tolerance.F32 : t;
-        }
-
         private void print(Path f, GoldenVerifier.Result r, Tolerance tol) {
             System.out.printf("%s %s: %d/%d steps, %d tokens (%d near-ties), %d checkpoints%s, tolerance %s%n",
                     r.ok() ? "ok  " : "FAIL", f, r.stepsRun(), r.steps(), r.comparedTokens(), r.nearTies(),
@@ -201,36 +184,12 @@ final class GoldenCommand implements Runnable {
                         + "at near-ties");
             }
             if (!r.ok()) {
-                if (!quiet) {
+                if (!quiet.quiet) {
                     r.lines().forEach(l -> System.out.println("     " + UntrustedText.line(l)));
                 }
                 r.findings().forEach(x -> System.out.println("     step " + x.actionIndex() + " (" + x.side() + "): "
                         + UntrustedText.line(x.message())));
             }
-        }
-
-        private MtpModel model(GoldenFiles.Golden g, Map<String, MtpModel> cache) {
-            GoldenTrace.ModelRef ref = g.trace().model();
-            MtpModel model;
-            String source;
-            if (modelDir != null) {
-                source = "model " + modelDir;
-                model = cache.computeIfAbsent("dir:" + modelDir, k -> ModelLoader.load(modelDir));
-            } else if (ref.fixture() != null) {
-                source = "fixture " + ref.fixture();
-                model = cache.computeIfAbsent(ref.fixture(), k -> FixtureRecipe.named(k)
-                        .load(FixtureRecipe.defaultCache()));
-            } else {
-                throw MtpException.invalidArgument("golden " + g.file() + " was recorded on a model directory ("
-                        + ref.path() + "), not a fixture: give --model DIR");
-            }
-            if (!model.identity().equals(ref.identity())) {
-                throw MtpException.incompatibleModel("golden " + g.file() + ": " + source + " has identity "
-                        + model.identity() + ", the golden was recorded on " + ref.identity()
-                        + (ref.fixture() != null ? " (the recipe or writer changed; re-record with `mtp golden record "
-                        + "--fixture " + ref.fixture() + "`)" : ""));
-            }
-            return model;
         }
     }
 
@@ -249,7 +208,7 @@ final class GoldenCommand implements Runnable {
         public Integer call() {
             for (Path p : List.of(a, b)) {
                 if (!Files.isRegularFile(p)) {
-                    throw MtpException.invalidArgument("diff: " + p + " does not exist");
+                    throw MtpException.invalidArgument("diff: " + p + ": no such file");
                 }
             }
             List<String> lines = GoldenDiff.diff(a, b);
@@ -278,7 +237,7 @@ final class GoldenCommand implements Runnable {
             } else if (Files.isRegularFile(p)) {
                 out.add(p);
             } else {
-                throw MtpException.invalidArgument("verify: " + p + " does not exist");
+                throw MtpException.invalidArgument("verify: " + p + ": no such file or directory");
             }
         }
         if (out.isEmpty()) {

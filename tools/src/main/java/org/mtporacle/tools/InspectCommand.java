@@ -16,7 +16,7 @@ import org.mtporacle.io.CheckpointFiles;
 import org.mtporacle.io.ModelInspector;
 import org.mtporacle.io.SafetensorsFile;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Parameters;
 
 import java.nio.file.Files;
@@ -41,21 +41,25 @@ final class InspectCommand implements Callable<Integer> {
             + "trace or golden trace.")
     Path path;
 
-    @Option(names = "--json", description = "Print JSON instead of text.")
-    boolean json;
+    @Mixin
+    Mixins.Json json;
 
     @Override
     public Integer call() throws Exception {
         if (!Files.exists(path)) {
-            throw MtpException.invalidArgument(path + " does not exist");
+            throw MtpException.invalidArgument(path + ": no such file or directory");
         }
         Map<String, Object> summary = null;
         if (Files.isRegularFile(path) && path.toString().endsWith(".json")) {
-            String format = GoldenFiles.parse(path, "inspect " + path).path("format").asText("");
+            String format = GoldenFiles.parse(path, path.toString()).path("format").asText("");
             summary = switch (format) {
                 case GoldenTrace.FORMAT -> golden(path);
                 case ChainTrace.FORMAT -> chain(TraceFiles.read(path));
-                default -> throw MtpException.malformedFile("inspect " + path + ": JSON with format '" + format
+                case "" -> throw MtpException.malformedFile(path + ": JSON without a \"format\", so neither a chain "
+                        + "trace (" + ChainTrace.FORMAT + ") nor a golden trace (" + GoldenTrace.FORMAT + ")"
+                        + (path.getFileName().toString().equals("config.json") ? "; for the model give its directory"
+                        : ""));
+                default -> throw MtpException.malformedFile(path + ": JSON of format '" + format
                         + "', expected a chain trace (" + ChainTrace.FORMAT + ") or a golden trace ("
                         + GoldenTrace.FORMAT + ")");
             };
@@ -64,8 +68,8 @@ final class InspectCommand implements Callable<Integer> {
         }
         if (summary == null) {
             ModelInspector.Report r = ModelInspector.inspect(path);
-            System.out.print(json ? r.toJson() + "\n" : r.toText());
-        } else if (json) {
+            System.out.print(json.json ? r.toJson() + "\n" : r.toText());
+        } else if (json.json) {
             System.out.println(JSON.writeValueAsString(summary));
         } else {
             print(summary, "");
@@ -144,7 +148,7 @@ final class InspectCommand implements Callable<Integer> {
         m.put("model", t.model().fixture() != null ? "fixture " + t.model().fixture() : "directory "
                 + t.model().path());
         m.put("modelIdentity", t.model().identity());
-        m.put("config", t.model().config().toString());
+        m.put("config", describe(t.model().config()));
         m.put("contexts", t.options().contexts() + (t.options().tap() == null ? "" : ", tap " + t.options().tap()));
         m.put("sampling", t.options().sampling());
         m.put("engine", t.options().engine() + " " + t.options().engineOptions());
@@ -170,6 +174,13 @@ final class InspectCommand implements Callable<Integer> {
         }
         m.put("steps", steps);
         return m;
+    }
+
+    /** "hidden 256, heads 4/2 × 64 (rotary 16, θ 1e+07), vocab 4096, intermediate 512, eps 1e-06". */
+    static String describe(org.mtporacle.api.MtpConfig c) {
+        return String.format(java.util.Locale.ROOT, "hidden %d, heads %d/%d × %d (rotary %d, θ %.3g), vocab %d, "
+                        + "intermediate %d, eps %.3g", c.hiddenSize(), c.numHeads(), c.numKvHeads(), c.headDim(),
+                c.rotaryDims(), c.ropeTheta(), c.vocabSize(), c.intermediateSize(), c.rmsNormEps());
     }
 
     /** Prints the summary; every key and value may come from the file, so each is kept to one line. */

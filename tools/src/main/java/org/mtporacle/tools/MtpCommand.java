@@ -1,14 +1,23 @@
 package org.mtporacle.tools;
 
 import org.mtporacle.api.MtpException;
+import org.mtporacle.io.IoErrors;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 
-/** The {@code mtp} command: a thin shell over the library; each subcommand parses, calls and prints. */
+/**
+ * The {@code mtp} command: a thin shell over the library; each subcommand parses, calls and prints. The exit code
+ * follows one rule for every command (docs/cli.md, "Exit codes"), applied here and nowhere else: a usage error
+ * (picocli's, or a command's {@link CommandLine.ParameterException} for a bad option value) is 2, an
+ * {@link MtpException} or file-system error is 3 with one line, anything else is 4 with the stack trace.
+ */
 @Command(name = "mtp", mixinStandardHelpOptions = true, versionProvider = MtpCommand.Version.class,
         description = "MTP Oracle: reference interpreter and conformance kit for Qwen3.5 MTP drafting.",
         subcommands = {
@@ -18,13 +27,14 @@ import java.util.List;
                 InspectCommand.class,
                 GoldenCommand.class,
                 ConvertCommand.class,
+                CheckpointCommand.class,
                 BenchCommand.class,
                 BackendsCommand.class,
                 CommandLine.HelpCommand.class
         })
 public final class MtpCommand implements Runnable {
 
-    /** Exit codes, documented in README.md. */
+    /** Exit codes, documented in docs/cli.md. */
     public static final int EXIT_OK = 0;
     public static final int EXIT_FAILED = 1;
     public static final int EXIT_USAGE = 2;
@@ -41,48 +51,81 @@ public final class MtpCommand implements Runnable {
 
     @Override
     public void run() {
-        spec.commandLine().usage(System.out);
+        Mixins.Usage.missingSubcommand(spec);
     }
 
     public static void main(String[] args) {
         System.exit(commandLine().execute(args));
     }
 
-    /** The configured command line: usage errors exit 2, {@link MtpException}s print one line and exit 3. */
+    /** The configured command line: the one place exceptions become exit codes and messages. */
     public static CommandLine commandLine() {
         MtpCommand root = new MtpCommand();
         CommandLine cl = new CommandLine(root);
+        cl.setParameterExceptionHandler(MtpCommand::usageError);
         cl.setExecutionStrategy(parseResult -> {
             try {
                 return Plugins.run(Plugins.paths(root.plugins, System.getenv(Plugins.ENV)),
                         () -> new CommandLine.RunLast().execute(parseResult));
             } catch (MtpException e) {
                 CommandLine sub = parseResult.asCommandLineList().getLast();
-                sub.getErr().println("mtp " + sub.getCommandName() + ": " + e.getMessage());
+                sub.getErr().println(sub.getCommandSpec().qualifiedName() + ": " + withoutStutter(
+                        sub.getCommandName(), e.getMessage()));
                 return EXIT_ERROR;
             }
         });
         cl.setExecutionExceptionHandler((ex, line, parseResult) -> {
-            Throwable t = ex;
-            while (t.getCause() != null && !(t instanceof MtpException)) {
-                t = t.getCause();
+            String who = line.getCommandSpec().qualifiedName();
+            String message = message(ex);
+            if (message == null) {
+                line.getErr().println(who + ": internal error, please report it with the command line and this "
+                        + "trace:");
+                ex.printStackTrace(line.getErr());
+                return EXIT_INTERNAL;
             }
-            if (t instanceof MtpException m) {
-                line.getErr().println("mtp " + line.getCommandName() + ": " + m.getMessage());
-                return EXIT_ERROR;
-            }
-            if (ex instanceof java.io.UncheckedIOException io) {
-                line.getErr().println("mtp " + line.getCommandName() + ": " + io.getMessage() + " ("
-                        + io.getCause().getMessage() + ")");
-                return EXIT_ERROR;
-            }
-            line.getErr().println("mtp " + line.getCommandName() + ": internal error, please report it with the "
-                    + "command line and this trace:");
-            ex.printStackTrace(line.getErr());
-            return EXIT_INTERNAL;
+            line.getErr().println(who + ": " + withoutStutter(line.getCommandName(), message));
+            return EXIT_ERROR;
         });
-        cl.setExitCodeExceptionMapper(ex -> EXIT_USAGE);
         return cl;
+    }
+
+    /** Picocli's rule: a usage error is exit 2. One line naming what was wrong, a suggestion, where help is. */
+    private static int usageError(CommandLine.ParameterException ex, String[] args) {
+        CommandLine line = ex.getCommandLine();
+        PrintWriter err = line.getErr();
+        String who = line.getCommandSpec().qualifiedName();
+        err.println(who + ": " + withoutStutter(line.getCommandName(), ex.getMessage()));
+        CommandLine.UnmatchedArgumentException.printSuggestions(ex, err);
+        err.println("see '" + who + " --help' for the usage");
+        err.flush();
+        return EXIT_USAGE;
+    }
+
+    /**
+     * The one-line message for bad input (exit 3), or null for a bug: an {@link MtpException} as it is; a file-system
+     * error as "PATH: what" (never a raw exception name).
+     */
+    static String message(Throwable ex) {
+        for (Throwable t = ex; t != null; t = t.getCause()) {
+            if (t instanceof MtpException m) {
+                return m.getMessage();
+            }
+        }
+        for (Throwable t = ex; t != null; t = t.getCause()) {
+            if (t instanceof IOException io) {
+                String context = ex instanceof UncheckedIOException u && u.getMessage() != null
+                        && !u.getMessage().equals(io.toString()) ? u.getMessage() + ": " : "";
+                return context + IoErrors.describe(io);
+            }
+        }
+        return null;
+    }
+
+    /** "convert: convert: x" → "x" after the prefix "mtp convert: ". */
+    static String withoutStutter(String command, String message) {
+        String m = message == null ? "" : message;
+        String p = command + ": ";
+        return m.startsWith(p) ? m.substring(p.length()) : m;
     }
 
     static final class Version implements CommandLine.IVersionProvider {

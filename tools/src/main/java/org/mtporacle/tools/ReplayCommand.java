@@ -1,12 +1,10 @@
 package org.mtporacle.tools;
 
-import org.mtporacle.api.Availability;
 import org.mtporacle.api.DraftModel;
 import org.mtporacle.api.MtpBackend;
-import org.mtporacle.api.MtpBackends;
-import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
 import org.mtporacle.api.Tolerance;
+import org.mtporacle.conformance.BackendSelection;
 import org.mtporacle.conformance.FixtureRecipe;
 import org.mtporacle.conformance.lockstep.ChainOutcome;
 import org.mtporacle.conformance.lockstep.Lockstep;
@@ -15,33 +13,39 @@ import org.mtporacle.conformance.trace.TraceFiles;
 import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Parameters;
 
 import java.nio.file.Path;
+import java.util.Map;
 import java.util.concurrent.Callable;
 
 /** {@code mtp replay TRACE}: re-runs a chain trace exactly, in lockstep with the reference. */
 @Command(name = "replay", mixinStandardHelpOptions = true,
         description = {"Re-run a chain trace written by `mtp conform` exactly, without the generator.",
-                "Exit 0 when the chain now passes, 1 when it still diverges."})
+                "Exit 0 when the chain now passes, 1 when it still diverges. --option replaces the trace's backend "
+                        + "options."})
 final class ReplayCommand implements Callable<Integer> {
     @Parameters(paramLabel = "TRACE", description = "A chain trace (JSON).")
     Path trace;
 
-    @Option(names = "--backend", paramLabel = "NAME", description = "Replay against this backend instead of the "
-            + "trace's (its options are kept).")
-    String backend;
+    @Mixin
+    Mixins.Backend backend;
 
     @Override
     public Integer call() {
-        ChainTrace t = TraceFiles.read(trace);
-        MtpBackend b = MtpBackends.byName(backend != null ? backend : t.backend());
-        Availability a = b.availability();
-        if (!a.available()) {
-            throw new MtpException(MtpException.Kind.UNAVAILABLE, "backend " + b.name() + " is unavailable: "
-                    + a.reason());
+        if (!java.nio.file.Files.isRegularFile(trace)) {
+            throw org.mtporacle.api.MtpException.invalidArgument("trace " + trace + ": no such file");
         }
+        ChainTrace t = TraceFiles.read(trace);
+        MtpBackend b;
+        if (backend.given()) {
+            b = backend.resolve(null);
+        } else {
+            b = BackendSelection.byName(t.backend()); // the trace's own: an unknown name is bad input (exit 3)
+            BackendSelection.requireAvailable(b);
+        }
+        Map<String, String> options = backend.options.isEmpty() ? t.backendOptions() : backend.options;
         MtpModel model = FixtureRecipe.named(t.fixture()).load(FixtureRecipe.defaultCache());
         if (!t.modelIdentity().isEmpty() && !t.modelIdentity().equals(model.identity())) {
             System.err.println("warning: fixture " + t.fixture() + " now has identity " + model.identity()
@@ -49,10 +53,9 @@ final class ReplayCommand implements Callable<Integer> {
         }
         Tolerance tol = t.tolerance();
         System.out.printf("replaying %s: %d actions (shrunk from %d), backend %s %s, fixture %s, tolerance %s%n",
-                trace, t.actions().size(), t.originalLength(), b.name(), t.backendOptions(), t.fixture(),
-                tol.describe());
+                trace, t.actions().size(), t.originalLength(), b.name(), options, t.fixture(), tol.describe());
         try (ReferenceDraftModel oracle = ReferenceBackend.load(model, ReferenceBackend.configuredMode(), 1);
-             DraftModel subject = b.load(model, t.backendOptions())) {
+             DraftModel subject = b.load(model, options)) {
             ChainOutcome out = new Lockstep(oracle, subject, tol).run(t.seed(), t.actions());
             for (int i = 0; i < t.actions().size(); i++) {
                 String mark = i < out.executed() - (out.passed() ? 0 : 1) ? "ok  " : i == out.executed() - 1

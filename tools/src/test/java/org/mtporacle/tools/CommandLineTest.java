@@ -46,15 +46,6 @@ class CommandLineTest {
     }
 
     @Test
-    void benchRunsOnlyTheRequestedPartsBesideItsBaselines() {
-        Run r = run("bench", "--quick", "--only", "matvec", "--threads", "1", "--repetitions", "1", "--no-openblas",
-                "--quiet");
-        assertThat(r.exit()).as(r.out() + r.err()).isEqualTo(0);
-        assertThat(r.out()).contains("read bandwidth").contains("vector FMA peak").contains("4-bit g64 mat-vec")
-                .doesNotContain("draft step B=").doesNotContain("prefill bf16");
-    }
-
-    @Test
     void badBenchValuesAreUsageErrors() {
         Run part = run("bench", "--only", "matvec,kernels");
         assertThat(part.exit()).isEqualTo(MtpCommand.EXIT_USAGE);
@@ -93,17 +84,65 @@ class CommandLineTest {
                 "--report", dir.resolve("m2").toString());
         assertThat(twice.exit()).isEqualTo(3);
         assertThat(twice.err()).contains("shard 1/3 appears twice");
+        Run partial = run("conform", "merge", dir.resolve("s1").toString(), dir.resolve("s3").toString(),
+                "--report", dir.resolve("m3").toString());
+        assertThat(partial.exit()).isEqualTo(3);
+        assertThat(partial.err().strip()).isEqualTo("mtp conform merge: the campaign (seed 1, 7 chains, 3 shards) is "
+                + "incomplete: shard 2/3 missing (merge them too, or pass --allow-partial)");
+        assertThat(dir.resolve("m3")).doesNotExist();
+        Run allowed = run("conform", "merge", dir.resolve("s1").toString(), dir.resolve("s3").toString(),
+                "--allow-partial", "--report", dir.resolve("m4").toString());
+        assertThat(allowed.exit()).as(allowed.err()).isEqualTo(0);
+        assertThat(allowed.out()).contains("PARTIAL: shard 2/3 of 3 missing");
+        JsonNode p = new ObjectMapper().readTree(dir.resolve("m4/report.json").toFile());
+        assertThat(p.at("/entries/0/chainsRun").asLong()).as("2 + 3 chains").isEqualTo(5);
+        assertThat(p.get("missingShards").get(0).asText()).isEqualTo("2/3");
+        Run other = run("conform", "--backend", "reference", "--fixture", "tiny", "--chains", "7", "--seed", "2",
+                "--shard", "2/3", "--report", dir.resolve("seed2").toString(), "--quiet");
+        assertThat(other.exit()).isZero();
+        Run mixed = run("conform", "merge", dir.resolve("s1").toString(), dir.resolve("seed2").toString(),
+                dir.resolve("s3").toString(), "--report", dir.resolve("m5").toString());
+        assertThat(mixed.exit()).isEqualTo(3);
+        assertThat(mixed.err()).contains(dir.resolve("seed2/report.json") + " is from another campaign than "
+                + dir.resolve("s1/report.json") + ": seed 2 vs 1");
     }
 
     @Test
-    void badArgumentsAreUsageErrorsOrOneLineErrors() {
+    void aRunKeepsOnlyItsOwnTracesAndShowsTheFirstFailuresInFull() throws Exception {
+        Path report = dir.resolve("r");
+        Run failing = run("conform", "--backend", "drifting", "--fixture", "tiny", "--chains", "7", "--report",
+                report.toString());
+        assertThat(failing.exit()).isEqualTo(1);
+        try (var s = Files.list(report.resolve("traces"))) {
+            assertThat(s.count()).isEqualTo(7);
+        }
+        assertThat(failing.out().split("\nFAILED drifting @ tiny", -1)).as("5 failures in full").hasSize(6);
+        assertThat(failing.out()).contains("... and 2 more failures (all in report.json): drifting @ tiny: 2 ");
+        JsonNode json = new ObjectMapper().readTree(report.resolve("report.json").toFile());
+        assertThat(json.at("/entries/0/failures")).hasSize(7);
+        Run passing = run("conform", "--backend", "reference", "--fixture", "tiny", "--chains", "2", "--report",
+                report.toString());
+        assertThat(passing.exit()).isZero();
+        try (var s = Files.list(report.resolve("traces"))) {
+            assertThat(s.toList()).as("the failing run's traces are gone").isEmpty();
+        }
+        assertThat(Files.readString(report.resolve("report.html"))).doesNotContain("drifting");
+    }
+
+    @Test
+    void badOptionValuesAreOneLineUsageErrors() {
         assertThat(run("conform", "--chains").exit()).isEqualTo(2);
         Run shard = run("conform", "--shard", "4/3");
-        assertThat(shard.exit()).isEqualTo(3);
-        assertThat(shard.err().strip()).isEqualTo("mtp conform: --shard '4/3': expected K/N with 1 ≤ K ≤ N, e.g. 2/8");
+        assertThat(shard.exit()).isEqualTo(2);
+        assertThat(shard.err().lines().toList()).containsExactly(
+                "mtp conform: Invalid value for option '--shard': '4/3': expected K/N with 1 ≤ K ≤ N, e.g. 2/8",
+                "see 'mtp conform --help' for the usage");
         Run backend = run("conform", "--backend", "nope");
-        assertThat(backend.exit()).isEqualTo(3);
+        assertThat(backend.exit()).isEqualTo(2);
         assertThat(backend.err()).contains("no such backend").contains("reference").doesNotContain("Exception");
+        Run typo = run("conform", "--chians", "3");
+        assertThat(typo.exit()).isEqualTo(2);
+        assertThat(typo.err()).contains("Unknown options: '--chians'").contains("Possible solutions: --chains");
     }
 
     @Test

@@ -153,6 +153,20 @@ class CommittedGoldensTest {
         assertThat(d.out()).contains("step " + stepIndex + " draft", "tokens row 1", "(first change at position 2)");
     }
 
+    /** A trace that leaves out an observable is malformed (exit 3, step and field named), not a pass. */
+    @Test
+    void aTraceMissingAnObservableExitsThreeNamingTheStepAndField(@TempDir Path tmp) throws Exception {
+        Path json = copy("tiny-lifecycle", tmp);
+        ObjectNode root = GoldenFiles.parse(json, "test");
+        root.remove("contentSha256");
+        ((ObjectNode) root.withArray("steps").get(2).get("expect")).remove("rows");
+        root.put("contentSha256", JsonText.canonicalSha256(root));
+        Files.writeString(json, JsonText.pretty(root));
+        Cli r = Cli.run("golden", "verify", json.toString());
+        assertThat(r.exit()).as(r.out()).isEqualTo(MtpCommand.EXIT_ERROR);
+        assertThat(r.out()).contains("steps[2].expect.rows: missing: a successful prefill records it");
+    }
+
     @Test
     void verifiesAgainstABackendWithItsTolerance() {
         Cli r = Cli.run("golden", "verify", "--quiet", "--backend", "reference",

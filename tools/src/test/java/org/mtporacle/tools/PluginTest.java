@@ -72,7 +72,7 @@ class PluginTest {
     void withoutThePluginTheBackendIsUnknown() {
         Cli r = Cli.run("conform", "--backend", "example", "--fixture", "tiny", "--chains", "1", "--quiet",
                 "--report", tmp.resolve("none").toString());
-        assertThat(r.exit()).as(r.out()).isEqualTo(MtpCommand.EXIT_ERROR);
+        assertThat(r.exit()).as(r.out()).isEqualTo(MtpCommand.EXIT_USAGE);
         assertThat(r.out()).contains("--backend example: no such backend");
     }
 

@@ -97,7 +97,8 @@ public final class GoldenFiles {
             Files.writeString(json, JsonText.pretty(root));
             return json;
         } catch (IOException e) {
-            throw new MtpException(MtpException.Kind.MALFORMED_FILE, "golden: cannot write " + dir + ": " + e, e);
+            throw new MtpException(MtpException.Kind.MALFORMED_FILE, "golden: cannot write " + dir + " ("
+                    + org.mtporacle.io.IoErrors.describe(e) + ")", e);
         }
     }
 

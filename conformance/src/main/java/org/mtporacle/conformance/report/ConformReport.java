@@ -13,12 +13,67 @@ import java.util.Map;
  * @param seed       the campaign seed; with {@code chains} and the shard it determines every chain
  * @param shards     the shards merged into this report, as {@code "K/N"}
  * @param contexts   where the hiddens fed to prefill/commit come from (synthetic, or a target and its tap)
+ * @param plan       the rest of what identifies the campaign: shard count, chain length, the names asked for
+ * @param missingShards shards of the campaign a partial merge did not hold (empty when complete)
  */
 public record ConformReport(String tool, String created, long seed, int chains, List<String> shards, String contexts,
-                            List<Entry> entries) {
+                            List<Entry> entries, Plan plan, List<String> missingShards) {
     public ConformReport {
-        shards = List.copyOf(shards);
-        entries = List.copyOf(entries);
+        shards = shards == null ? List.of() : List.copyOf(shards);
+        entries = entries == null ? List.of() : List.copyOf(entries);
+        plan = plan == null ? Plan.unknown(shards) : plan;
+        missingShards = missingShards == null ? List.of() : List.copyOf(missingShards);
+    }
+
+    /** A report of one run (no plan recorded: one shard, names unknown). */
+    public ConformReport(String tool, String created, long seed, int chains, List<String> shards, String contexts,
+                         List<Entry> entries) {
+        this(tool, created, seed, chains, shards, contexts, entries, null, List.of());
+    }
+
+    /**
+     * What, beside the seed and chain count, makes two reports shards of one campaign.
+     *
+     * @param shardCount N of {@code --shard K/N} (1 when not sharded)
+     * @param maxActions the longest chain
+     * @param backends   the backend names asked for ({@code --backend}); empty when every backend found was run
+     * @param fixtures   the fixtures run, by name
+     */
+    public record Plan(int shardCount, int maxActions, List<String> backends, List<String> fixtures) {
+        public Plan {
+            backends = backends == null ? List.of() : List.copyOf(backends);
+            fixtures = fixtures == null ? List.of() : List.copyOf(fixtures);
+        }
+
+        static Plan unknown(List<String> shards) {
+            int n = 1;
+            if (!shards.isEmpty()) {
+                try {
+                    n = Integer.parseInt(shards.getFirst().substring(shards.getFirst().indexOf('/') + 1));
+                } catch (NumberFormatException e) {
+                    n = 0; // not a K/N: merge refuses it, naming the file
+                }
+            }
+            return new Plan(n, 0, List.of(), List.of());
+        }
+    }
+
+    /** The run's outcome, for the exit code: a backend asked for by name and unavailable fails the run. */
+    public enum Verdict { PASSED, FAILED, UNAVAILABLE }
+
+    public Verdict verdict() {
+        if (!unavailableRequested().isEmpty()) {
+            return Verdict.UNAVAILABLE;
+        }
+        return entries.stream().anyMatch(e -> e.status() == Status.FAILED) ? Verdict.FAILED : Verdict.PASSED;
+    }
+
+    /** Entries that could not run although their backend was asked for by name. */
+    public List<Entry> unavailableRequested() {
+        if (plan.backends().isEmpty()) {
+            return List.of();
+        }
+        return entries.stream().filter(e -> e.status() == Status.UNAVAILABLE).toList();
     }
 
     /** PASSED, FAILED or UNAVAILABLE (not counted as a failure, reason given). */
@@ -30,8 +85,8 @@ public record ConformReport(String tool, String created, long seed, int chains, 
                         Status status, String reason, long chainsRun, long passed, double seconds, Stats stats,
                         List<FailureRecord> failures) {
         public Entry {
-            options = Map.copyOf(options);
-            failures = List.copyOf(failures);
+            options = options == null ? Map.of() : Map.copyOf(options);
+            failures = failures == null ? List.of() : List.copyOf(failures);
         }
 
         public String key() {
@@ -48,13 +103,13 @@ public record ConformReport(String tool, String created, long seed, int chains, 
     public record FailureRecord(long chainSeed, int originalLength, List<String> shrunkActions, int actionIndex,
                                 String category, String message, Map<String, Object> details, String trace) {
         public FailureRecord {
-            shrunkActions = List.copyOf(shrunkActions);
-            details = Map.copyOf(details);
+            shrunkActions = shrunkActions == null ? List.of() : List.copyOf(shrunkActions);
+            details = details == null ? Map.of() : Map.copyOf(details);
         }
     }
 
-    /** True when no entry failed. */
+    /** True when every entry asked for ran and passed (unavailable ones only on a run that named none). */
     public boolean ok() {
-        return entries.stream().noneMatch(e -> e.status() == Status.FAILED);
+        return verdict() == Verdict.PASSED;
     }
 }

@@ -17,7 +17,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeSet;
+import java.util.TreeMap;
 
 /** Writes a report as {@code report.json} and {@code report.html}; reads and merges shard reports. */
 public final class ReportFiles {
@@ -52,18 +52,27 @@ public final class ReportFiles {
         }
     }
 
-    /** Reads a {@code report.json}; a malformed file fails with MALFORMED_FILE naming it. */
+    /** Reads a {@code report.json}; a missing or malformed file fails naming it and, for bad JSON, where. */
     public static ConformReport read(Path file) {
         String where = "report " + UntrustedText.path(file);
+        if (!Files.isRegularFile(file)) {
+            throw MtpException.invalidArgument(where + ": no such file");
+        }
         JsonNode root = StrictJson.read(file, MAX_BYTES, "report");
         ConformReport r;
         try {
             r = JSON.treeToValue(root, ConformReport.class);
+        } catch (com.fasterxml.jackson.databind.JsonMappingException e) {
+            String at = String.join("/", e.getPath().stream().map(p -> p.getFieldName() != null ? p.getFieldName()
+                    : String.valueOf(p.getIndex())).toList());
+            throw MtpException.malformedFile(where + ": not a conform report" + (at.isEmpty() ? "" : " (at /"
+                    + UntrustedText.clip(at) + ")"));
         } catch (IOException | IllegalArgumentException e) {
-            String m = e instanceof com.fasterxml.jackson.core.JsonProcessingException j ? j.getOriginalMessage()
-                    : e.getMessage();
             throw MtpException.malformedFile(where + ": not a conform report (" + UntrustedText.clip(
-                    String.valueOf(m).lines().findFirst().orElse("")) + ")");
+                    String.valueOf(e.getMessage()).lines().findFirst().orElse("")) + ")");
+        }
+        if (r == null) {
+            throw MtpException.malformedFile(where + ": not a conform report (no 'tool' and 'created')");
         }
         requireComplete(r, where);
         return r;
@@ -71,60 +80,143 @@ public final class ReportFiles {
 
     /** Every field merge and the renderers use is present: a missing one is MALFORMED_FILE, not a later NPE. */
     private static void requireComplete(ConformReport r, String where) {
-        require(r.tool() != null && r.created() != null && r.contexts() != null, where, "tool, created or contexts");
+        require(r.tool() != null && r.created() != null, where, "not a conform report (no 'tool' and 'created')");
+        require(r.contexts() != null, where, "'contexts' is missing");
         for (int i = 0; i < r.entries().size(); i++) {
             ConformReport.Entry e = r.entries().get(i);
-            String w = "entries[" + i + "]";
-            require(e != null, where, w);
-            require(e.backend() != null && e.profile() != null && e.fixture() != null && e.status() != null
-                    && e.tolerance() != null, where, w + " backend, profile, fixture, status or tolerance");
-            require(e.stats() != null, where, w + ".stats");
+            String w = "entry " + i;
+            require(e != null && e.backend() != null && e.profile() != null && e.fixture() != null
+                    && e.status() != null && e.tolerance() != null && e.stats() != null, where,
+                    w + " lacks its backend, profile, fixture, status, tolerance or stats");
             require(e.chainsRun() >= 0 && e.passed() >= 0 && e.passed() <= e.chainsRun(), where,
-                    w + " chainsRun ≥ passed ≥ 0");
+                    w + " has passed " + e.passed() + " of " + e.chainsRun() + " chains, expected 0 ≤ passed ≤ chainsRun");
             for (int j = 0; j < e.failures().size(); j++) {
                 ConformReport.FailureRecord f = e.failures().get(j);
                 require(f != null && f.category() != null && f.message() != null && f.actionIndex() >= 0,
-                        where, w + ".failures[" + j + "] category, message or actionIndex ≥ 0");
+                        where, w + " failure " + j + " lacks its category or message, or has actionIndex < 0");
             }
         }
         for (String s : r.shards()) {
-            require(s != null, where, "shards");
+            require(s != null, where, "a shard name is null");
         }
     }
 
     private static void require(boolean ok, String where, String what) {
         if (!ok) {
-            throw MtpException.malformedFile(where + ": " + what + " missing or out of range");
+            throw MtpException.malformedFile(where + ": " + what);
         }
     }
 
     /**
-     * Merges shard reports of one campaign: entries with the same profile and fixture add their chains and
-     * failures; stats take sums and maxima. Reports of different seeds or chain counts are refused.
+     * Removes the chain traces an earlier run left in {@code dir}/traces (only {@code chain-*.json}, nothing else),
+     * so a report folder never shows another run's failures beside this run's verdict.
      */
+    public static void clearTraces(Path dir) {
+        Path traces = dir.resolve("traces");
+        if (!Files.isDirectory(traces)) {
+            return;
+        }
+        try (var s = Files.newDirectoryStream(traces, "chain-*.json")) {
+            for (Path f : s) {
+                Files.deleteIfExists(f);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("conform: cannot clear the old traces in " + traces, e);
+        }
+    }
+
+    /** A shard report and where it was read from (for messages). */
+    public record Part(String source, ConformReport report) {
+    }
+
+    /** Shard reports merged in order, as if they came from {@code source} "report 1", "report 2", … */
     public static ConformReport merge(List<ConformReport> parts) {
+        List<Part> named = new ArrayList<>();
+        for (int i = 0; i < parts.size(); i++) {
+            named.add(new Part("report " + (i + 1), parts.get(i)));
+        }
+        return merge(named, false);
+    }
+
+    /**
+     * Merges the shard reports of one campaign: entries with the same profile and fixture add their chains and
+     * failures; stats take sums and maxima. Refused (INVALID_ARGUMENT, naming the reports) when the reports come from
+     * different campaigns (seed, chains, shard count, chain length, backends or fixtures asked for), when a shard
+     * is given twice, or, unless {@code allowPartial}, when a shard of the campaign is missing; a partial merge lists
+     * the missing shards in the report.
+     */
+    public static ConformReport merge(List<Part> parts, boolean allowPartial) {
         if (parts.isEmpty()) {
             throw MtpException.invalidArgument("merge: no reports given");
         }
-        ConformReport first = parts.getFirst();
+        Part first = parts.getFirst();
+        ConformReport.Plan plan = first.report().plan();
         Map<String, ConformReport.Entry> merged = new LinkedHashMap<>();
-        TreeSet<String> shards = new TreeSet<>();
-        for (ConformReport p : parts) {
-            if (p.seed() != first.seed() || p.chains() != first.chains()) {
-                throw MtpException.invalidArgument("merge: reports come from different campaigns (seed " + p.seed()
-                        + " chains " + p.chains() + " vs seed " + first.seed() + " chains " + first.chains() + ")");
+        Map<String, String> shardSource = new TreeMap<>(ReportFiles::compareShards);
+        for (Part part : parts) {
+            ConformReport p = part.report();
+            String different = differs(first.report(), p);
+            if (different != null) {
+                throw MtpException.invalidArgument("merge: " + part.source() + " is from another campaign than "
+                        + first.source() + ": " + different);
             }
-            for (String s : p.shards()) {
-                if (!shards.add(s)) {
-                    throw MtpException.invalidArgument("merge: shard " + s + " appears twice");
+            List<String> shards = p.shards().isEmpty() ? List.of("1/" + plan.shardCount()) : p.shards();
+            for (String s : shards) {
+                String before = shardSource.putIfAbsent(s, part.source());
+                if (before != null) {
+                    throw MtpException.invalidArgument("merge: shard " + s + " appears twice (" + before + " and "
+                            + part.source() + ")");
                 }
             }
             for (ConformReport.Entry e : p.entries()) {
                 merged.merge(e.key(), e, ReportFiles::combine);
             }
         }
-        return new ConformReport(first.tool(), first.created(), first.seed(), first.chains(),
-                new ArrayList<>(shards), first.contexts(), new ArrayList<>(merged.values()));
+        List<String> missing = new ArrayList<>();
+        for (int k = 1; k <= plan.shardCount(); k++) {
+            if (!shardSource.containsKey(k + "/" + plan.shardCount())) {
+                missing.add(k + "/" + plan.shardCount());
+            }
+        }
+        if (!missing.isEmpty() && !allowPartial) {
+            throw MtpException.invalidArgument("merge: the campaign (seed " + first.report().seed() + ", "
+                    + first.report().chains() + " chains, " + plan.shardCount() + " shards) is incomplete: shard"
+                    + (missing.size() == 1 ? " " : "s ") + String.join(", ", missing) + " missing (merge them too, "
+                    + "or pass --allow-partial)");
+        }
+        ConformReport r = first.report();
+        return new ConformReport(r.tool(), r.created(), r.seed(), r.chains(), new ArrayList<>(shardSource.keySet()),
+                r.contexts(), new ArrayList<>(merged.values()), plan, missing);
+    }
+
+    /** What makes {@code b} another campaign than {@code a}, or null. */
+    private static String differs(ConformReport a, ConformReport b) {
+        ConformReport.Plan x = a.plan();
+        ConformReport.Plan y = b.plan();
+        if (a.seed() != b.seed()) {
+            return "seed " + b.seed() + " vs " + a.seed();
+        }
+        if (a.chains() != b.chains()) {
+            return "chains " + b.chains() + " vs " + a.chains();
+        }
+        if (x.shardCount() != y.shardCount() || y.shardCount() < 1) {
+            return "shard count " + y.shardCount() + " vs " + x.shardCount();
+        }
+        if (x.maxActions() != y.maxActions()) {
+            return "max actions " + y.maxActions() + " vs " + x.maxActions();
+        }
+        if (!x.backends().equals(y.backends())) {
+            return "backends " + y.backends() + " vs " + x.backends();
+        }
+        if (!x.fixtures().equals(y.fixtures())) {
+            return "fixtures " + y.fixtures() + " vs " + x.fixtures();
+        }
+        return null;
+    }
+
+    private static int compareShards(String a, String b) {
+        int c = Integer.compare(a.length(), b.length());
+        return c != 0 ? c : a.compareTo(b);
     }
 
     private static ConformReport.Entry combine(ConformReport.Entry a, ConformReport.Entry b) {

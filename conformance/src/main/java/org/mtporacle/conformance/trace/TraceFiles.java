@@ -112,7 +112,9 @@ public final class TraceFiles {
                         + UntrustedText.quote(category) + " is not a known one");
             }
             div = new Divergence(kind, StrictJson.integer(d, "action", -1, Math.max(0, actions.size()), dw),
-                    "backend", -1, -1, new Divergence.RecordedEvidence(details), StrictJson.text(d, "message", dw));
+                    "backend", details.get("row") instanceof Integer r ? r : -1,
+                    details.get("position") instanceof Integer p ? p : -1,
+                    new Divergence.RecordedEvidence(details), StrictJson.text(d, "message", dw));
         }
         int originalLength = root.has("originalLength")
                 ? StrictJson.integer(root, "originalLength", 0, Integer.MAX_VALUE, where) : actions.size();

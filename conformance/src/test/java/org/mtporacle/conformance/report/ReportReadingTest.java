@@ -53,8 +53,8 @@ class ReportReadingTest {
     @Test
     void missingFieldsAreRefusedBeforeMergeWouldTripOnThem() throws IOException {
         String v = valid();
-        assertRefused(v.replaceFirst("\"stats\" : \\{[^}]*\\}", "\"stats\" : null"), "entries[0].stats");
-        assertRefused(v.replaceFirst("\"status\" : \"PASSED\"", "\"status\" : null"), "entries[0]");
+        assertRefused(v.replaceFirst("\"stats\" : \\{[^}]*\\}", "\"stats\" : null"), "entry 0 lacks");
+        assertRefused(v.replaceFirst("\"status\" : \"PASSED\"", "\"status\" : null"), "entry 0");
         assertRefused(v.replaceFirst("\"entries\" : \\[", "\"entries\" : [ null, "), "not a conform report");
     }
 }

@@ -5,6 +5,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.chain.Action;
+import org.mtporacle.conformance.compare.Divergence;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -41,6 +42,27 @@ class TraceToleranceTest {
         Files.writeString(f, Files.readString(f).replace("\"bf16\"", "\"mine\""));
         assertThatThrownBy(() -> TraceFiles.read(f)).isInstanceOfSatisfying(MtpException.class, e -> assertThat(
                 e.kind()).isEqualTo(MtpException.Kind.MALFORMED_FILE)).hasMessageContaining("unknown profile 'mine'");
+    }
+
+    @Test
+    void aDivergenceKeepsItsKindRowPositionAndFacts() throws Exception {
+        Divergence d = new Divergence(Divergence.Kind.CHECKPOINT_TENSOR, 0, "backend", 2, -1,
+                new Divergence.TensorEvidence("keys", "F32[1, 1, 1, 2]", "F32[1, 1, 1, 2]", 0.5, 1e-9),
+                "row 2: keys NMSE 0.500 > 1.00e-09 f32");
+        Path f = dir.resolve("d.json");
+        TraceFiles.write(new ChainTrace(ChainTrace.FORMAT, "tiny", "id", "reference", Map.of(), Tolerance.F32, 3,
+                List.of(new Action.Append(List.of(-1), false)), d, 1), f);
+        Divergence back = TraceFiles.read(f).divergence();
+        assertThat(back.kind()).isEqualTo(Divergence.Kind.CHECKPOINT_TENSOR);
+        assertThat(back.category()).isEqualTo(Divergence.Category.CHECKPOINT);
+        assertThat(back.row()).isEqualTo(2);
+        assertThat(back.message()).isEqualTo(d.message());
+        assertThat(back.details()).containsEntry("tensor", "keys").containsEntry("nmse", 0.5)
+                .containsEntry("threshold", 1e-9);
+        // a trace written before kinds: its category's first kind
+        Files.writeString(f, Files.readString(f).replace("\"kind\" : \"CHECKPOINT_TENSOR\",", ""));
+        assertThat(Files.readString(f)).doesNotContain("CHECKPOINT_TENSOR");
+        assertThat(TraceFiles.read(f).divergence().kind()).isEqualTo(Divergence.Kind.CHECKPOINT_STATE);
     }
 
     @Test

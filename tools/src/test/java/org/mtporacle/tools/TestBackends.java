@@ -1,0 +1,146 @@
+package org.mtporacle.tools;
+
+import org.mtporacle.api.Availability;
+import org.mtporacle.api.BackendProfile;
+import org.mtporacle.api.DraftModel;
+import org.mtporacle.api.DraftRows;
+import org.mtporacle.api.DraftSampling;
+import org.mtporacle.api.HostTensor;
+import org.mtporacle.api.MtpBackend;
+import org.mtporacle.api.MtpModel;
+import org.mtporacle.api.RowCheckpoint;
+import org.mtporacle.reference.ReferenceBackend;
+
+import java.util.List;
+import java.util.Map;
+
+/** Backends the tools tests find through ServiceLoader: one that always diverges, one that is never available. */
+public final class TestBackends {
+    private TestBackends() {
+    }
+
+    /** The reference, except that every first proposal of a draft is the next token id: a divergence by design. */
+    public static final class Drifting implements MtpBackend {
+        @Override
+        public String name() {
+            return "drifting";
+        }
+
+        @Override
+        public String description() {
+            return "test backend: the reference with every first drafted token shifted by one";
+        }
+
+        @Override
+        public Availability availability() {
+            return Availability.yes("in-process test backend");
+        }
+
+        @Override
+        public List<BackendProfile> profiles() {
+            return List.of(new BackendProfile("drifting", Map.of(), org.mtporacle.api.Tolerance.F32));
+        }
+
+        @Override
+        public DraftModel load(MtpModel model, Map<String, String> options) {
+            DraftModel inner = new ReferenceBackend().load(model, Map.of());
+            return new DraftModel() {
+                @Override
+                public MtpModel model() {
+                    return inner.model();
+                }
+
+                @Override
+                public String numerics() {
+                    return "reference, drifted";
+                }
+
+                @Override
+                public DraftRows openRows(List<RowCheckpoint> checkpoints) {
+                    return new Shifted(inner.openRows(checkpoints), model.config().vocabSize());
+                }
+
+                @Override
+                public void close() {
+                    inner.close();
+                }
+            };
+        }
+    }
+
+    private record Shifted(DraftRows rows, int vocab) implements DraftRows {
+        @Override
+        public int rowCount() {
+            return rows.rowCount();
+        }
+
+        @Override
+        public void append(List<RowCheckpoint> checkpoints) {
+            rows.append(checkpoints);
+        }
+
+        @Override
+        public void filterRows(int[] keep) {
+            rows.filterRows(keep);
+        }
+
+        @Override
+        public void prefill(HostTensor tokens, HostTensor context) {
+            rows.prefill(tokens, context);
+        }
+
+        @Override
+        public int[][] draft(int[] pending, int depth, long[] steps, DraftSampling sampling) {
+            int[][] out = rows.draft(pending, depth, steps, sampling);
+            for (int[] row : out) {
+                if (row.length > 0) {
+                    row[0] = (row[0] + 1) % vocab;
+                }
+            }
+            return out;
+        }
+
+        @Override
+        public void commit(int[] accepted, HostTensor context) {
+            rows.commit(accepted, context);
+        }
+
+        @Override
+        public RowCheckpoint capture(int row) {
+            return rows.capture(row);
+        }
+
+        @Override
+        public boolean isClosed() {
+            return rows.isClosed();
+        }
+
+        @Override
+        public void close() {
+            rows.close();
+        }
+    }
+
+    /** Never available, as MLX is without its library. */
+    public static final class Absent implements MtpBackend {
+        @Override
+        public String name() {
+            return "absent";
+        }
+
+        @Override
+        public String description() {
+            return "test backend that is never available";
+        }
+
+        @Override
+        public Availability availability() {
+            return Availability.no("absent: a test backend that never runs (set nothing, it is on purpose)");
+        }
+
+        @Override
+        public DraftModel load(MtpModel model, Map<String, String> options) {
+            throw new AssertionError("an unavailable backend is never loaded");
+        }
+    }
+}
