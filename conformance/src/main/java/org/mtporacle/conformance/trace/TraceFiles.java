@@ -99,8 +99,10 @@ public final class TraceFiles {
             Map<String, Object> details = new LinkedHashMap<>();
             JsonNode det = d.get("details");
             if (det != null && det.isObject()) {
-                det.properties().forEach(e -> details.put(e.getKey(), e.getValue().isNumber()
-                        ? e.getValue().numberValue() : e.getValue().asText()));
+                // StrictJson keeps fractions as exact decimals; details carry them as doubles, as written
+                det.properties().forEach(e -> details.put(e.getKey(), e.getValue().isIntegralNumber()
+                        ? e.getValue().numberValue() : e.getValue().isNumber() ? (Object) e.getValue().doubleValue()
+                        : e.getValue().asText()));
             }
             String kindName = StrictJson.optText(d, "kind", dw);
             String category = StrictJson.text(d, "category", dw);
