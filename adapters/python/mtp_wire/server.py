@@ -7,7 +7,7 @@ import sys
 import traceback
 
 from . import errors as E
-from .tensor import SIZES, Tensor
+from .tensor import Tensor
 
 PROTOCOL = "mtp-oracle-wire/1"
 MAX_HEADER = 16 << 20

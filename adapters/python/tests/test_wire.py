@@ -3,7 +3,6 @@ binary tensors, one op per contract call, error replies, protocol mismatch, pois
 is numpy_backend.py, started as a child process; its replies are compared with the same calls made in-process."""
 
 import os
-import subprocess
 import sys
 import unittest
 

@@ -8,7 +8,9 @@ import { fileURLToPath } from "node:url";
 import path from "node:path";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const ENGINE = path.join(here, "..", "dist", "examples", "fake_block_backend.js");
+// the committed build by default; MTP_TS_ENGINE=examples/fake_block_backend.ts bun test ./test/ runs Bun on the source
+const ENGINE = process.env.MTP_TS_ENGINE ? path.resolve(process.env.MTP_TS_ENGINE)
+  : path.join(here, "..", "dist", "examples", "fake_block_backend.js");
 const H = 8, NKV = 2, D = 4, V = 32;
 
 class Client {

@@ -14,7 +14,7 @@ import java.util.function.Supplier;
  *
  * <p>Every call runs in three steps. <b>Validate</b> the group's state and every argument with {@link RowContract}'s
  * checks and messages. <b>Compute</b> new storage from the published one; a backend may write into buffers the
- * published storage shares, but only at positions at or past each row's committed length, which nothing reads.
+ * published storage shares, but only at positions at or past each row's published length, which nothing reads.
  * <b>Publish</b> with plain assignments that cannot fail. A failed call therefore leaves every row as it was; a
  * backend whose device cannot be trusted after a failure {@link #poison poisons} the group instead.
  *
@@ -74,8 +74,10 @@ public abstract class AbstractDraftRows<S> implements DraftRows {
     /**
      * One forward of {@code s} positions per row (spec §3): row {@code b} appends K/V at positions
      * {@code at[b] … at[b]+s−1} for tokens {@code ids[b·s …]} and input hiddens {@code hin[(b·s) · H …]}, or, when
-     * {@code hin} is null ({@code s == 1}), its retained hidden. Only rows with {@code rows[b]} (all when null) count:
-     * the others must stay as they are, or be written only at or past {@code at[b]}.
+     * {@code hin} is null ({@code s == 1}), its retained hidden. Only rows with {@code rows[b]} (all when null) count.
+     * In buffers the published storage shares, a forward never writes below a row's published length: commit passes
+     * each row's kept length as {@code at}, lower than the open round's, but selects only rows whose kept length is
+     * the round's (full acceptance), so a backend that computes every row must write the others into new buffers.
      */
     protected abstract S forward(S state, int[] at, boolean[] rows, int[] ids, float[] hin, int s);
 

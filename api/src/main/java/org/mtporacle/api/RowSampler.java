@@ -40,4 +40,14 @@ public record RowSampler(double temperature, int topK, double topP, long seed) {
     public boolean isGreedy() {
         return temperature == 0.0;
     }
+
+    /** "greedy", or "temperature 0.7, top-k 40, top-p 0.9, seed 5" (the parts that apply), for messages. */
+    @Override
+    public String toString() {
+        if (isGreedy()) {
+            return "greedy";
+        }
+        return "temperature " + temperature + (topK > 0 ? ", top-k " + topK : "") + (topP < 1 ? ", top-p " + topP : "")
+                + ", seed " + seed;
+    }
 }

@@ -117,7 +117,8 @@ public final class Conform {
                     model.identity(), tol, subject.numerics(), r.ok() ? ConformReport.Status.PASSED
                     : ConformReport.Status.FAILED, "", r.chainsRun(), r.passed(), r.seconds(),
                     new ConformReport.Stats(st.comparedTokens(), st.nearTies(), st.comparedCheckpoints(),
-                            st.maxKvNmse(), st.maxHiddenNmse(), st.badCalls(), st.maxNearTieGap()), failures);
+                            st.maxKvNmse(), st.maxHiddenNmse(), st.badCalls(), st.maxNearTieGap(),
+                            java.util.Arrays.stream(st.nearTieBins()).boxed().toList()), failures);
         }
     }
 

@@ -39,10 +39,10 @@ final class ProgressLine {
 
     /**
      * One frame, at most {@code columns − 1} characters: {@code label [####....] done/total rate ETA extra}. The bar
-     * shrinks first (down to 10 cells), then the label and the extra are cut.
+     * shrinks first (down to 10 cells); narrower, the extra, then the rate and ETA are dropped and the label cut.
      */
     static String frame(String label, long done, long total, long elapsedNanos, String extra, int columns) {
-        int width = Math.max(20, columns - 1);
+        int width = Math.max(1, columns - 1);
         double seconds = elapsedNanos / 1e9;
         String counts = done + "/" + total;
         String timing = "";
@@ -53,17 +53,17 @@ final class ProgressLine {
         }
         String tail = " " + counts + timing + (extra.isEmpty() ? "" : " " + extra);
         int bar = Math.min(30, width - label.length() - tail.length() - 3);
-        if (bar < 10) {
-            bar = 10;
-            int room = width - tail.length() - bar - 3;
-            if (room < 8) { // very narrow: drop the extra before the label
-                tail = " " + counts + timing;
-                room = width - tail.length() - bar - 3;
+        if (bar < 10) { // narrow: drop the extra, then the timing, then shorten the bar and the label
+            tail = " " + counts + timing;
+            if (width - tail.length() - 3 < 10 + 4) {
+                tail = " " + counts;
             }
-            label = cut(label, Math.max(0, room));
+            int room = width - tail.length() - 3;
+            bar = Math.max(0, Math.min(10, room));
+            label = cut(label, Math.max(0, room - bar));
         }
         int filled = total <= 0 ? bar : (int) Math.min(bar, bar * done / total);
-        String line = label + " [" + "#".repeat(filled) + ".".repeat(bar - filled) + "]" + tail;
+        String line = label + (bar > 0 ? " [" + "#".repeat(filled) + ".".repeat(bar - filled) + "]" : "") + tail;
         return line.length() > width ? line.substring(0, width) : line;
     }
 
@@ -82,7 +82,7 @@ final class ProgressLine {
         if (!enabled) {
             return;
         }
-        int width = Math.max(20, Terminal.columns() - 1);
+        int width = Math.max(1, Terminal.columns() - 1);
         draw(cut(message, width));
     }
 

@@ -121,6 +121,34 @@ public final class TestBackends {
         }
     }
 
+    /** The reference in scalar mode held to f32 against the vector oracle: small, non-zero NMSE within tolerance. */
+    public static final class Scalar implements MtpBackend {
+        @Override
+        public String name() {
+            return "scalar";
+        }
+
+        @Override
+        public String description() {
+            return "test backend: the reference's scalar kernels";
+        }
+
+        @Override
+        public Availability availability() {
+            return Availability.yes("in-process test backend");
+        }
+
+        @Override
+        public List<BackendProfile> profiles() {
+            return List.of(new BackendProfile("scalar", Map.of(), org.mtporacle.api.Tolerance.F32));
+        }
+
+        @Override
+        public DraftModel load(MtpModel model, Map<String, String> options) {
+            return new ReferenceBackend().load(model, Map.of("mode", "scalar"));
+        }
+    }
+
     /** Never available, as MLX is without its library. */
     public static final class Absent implements MtpBackend {
         @Override

@@ -26,12 +26,16 @@ import java.util.Locale;
  * reference's log-probs, from the token on the reference's path to the token judged.
  */
 public final class Judge {
+    /** Near-tie gaps are counted in this many equal bins of {@code [0, allowance]}, for the report. */
+    public static final int NEAR_TIE_BINS = 10;
+
     private final Tolerance tolerance;
     private final int vocab;
     private final String expectedBy;
     private long comparedTokens;
     private long nearTies;
     private double maxNearTieGap;
+    private final long[] nearTieBins = new long[NEAR_TIE_BINS];
     private long comparedCheckpoints;
     private double maxKvNmse;
     private double maxHiddenNmse;
@@ -50,13 +54,17 @@ public final class Judge {
         return tolerance;
     }
 
-    /** What the judge compared so far. */
+    /**
+     * What the judge compared so far. {@code nearTieBins[i]} counts the near-ties whose gap fell in the i-th tenth of
+     * the token allowance.
+     */
     public record Counts(long comparedTokens, long nearTies, double maxNearTieGap, long comparedCheckpoints,
-                         double maxKvNmse, double maxHiddenNmse) {
+                         double maxKvNmse, double maxHiddenNmse, long[] nearTieBins) {
     }
 
     public Counts counts() {
-        return new Counts(comparedTokens, nearTies, maxNearTieGap, comparedCheckpoints, maxKvNmse, maxHiddenNmse);
+        return new Counts(comparedTokens, nearTies, maxNearTieGap, comparedCheckpoints, maxKvNmse, maxHiddenNmse,
+                nearTieBins.clone());
     }
 
     // ---- draft tokens ------------------------------------------------------------------------------------------
@@ -78,6 +86,7 @@ public final class Judge {
         if (gap <= allowance) {
             nearTies++;
             maxNearTieGap = Math.max(maxNearTieGap, gap);
+            nearTieBins[allowance > 0 ? Math.min(NEAR_TIE_BINS - 1, (int) (gap / allowance * NEAR_TIE_BINS)) : 0]++;
             return null;
         }
         String mode = sampler.isGreedy() ? "greedy" : "seeded";

@@ -94,9 +94,22 @@ public record ConformReport(String tool, String created, long seed, int chains, 
         }
     }
 
-    /** Totals and worst values over an entry's chains (the thresholds they are held to are the entry's tolerance). */
+    /**
+     * Totals and worst values over an entry's chains (the thresholds they are held to are the entry's tolerance);
+     * {@code nearTieGaps[i]} counts the near-ties whose gap fell in
+     * the i-th tenth of the profile's token allowance (empty in reports written before it was recorded).
+     */
     public record Stats(long comparedTokens, long nearTies, long comparedCheckpoints, double maxKvNmse,
-                        double maxHiddenNmse, long badCalls, double maxNearTieGap) {
+                        double maxHiddenNmse, long badCalls, double maxNearTieGap, List<Long> nearTieGaps) {
+        public Stats {
+            nearTieGaps = nearTieGaps == null ? List.of() : List.copyOf(nearTieGaps);
+        }
+
+        public Stats(long comparedTokens, long nearTies, long comparedCheckpoints, double maxKvNmse,
+                     double maxHiddenNmse, long badCalls, double maxNearTieGap) {
+            this(comparedTokens, nearTies, comparedCheckpoints, maxKvNmse, maxHiddenNmse, badCalls, maxNearTieGap,
+                    List.of());
+        }
     }
 
     /** A shrunk failure: the divergence and its trace. */

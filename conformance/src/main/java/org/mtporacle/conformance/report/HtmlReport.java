@@ -1,117 +1,304 @@
 package org.mtporacle.conformance.report;
 
+import org.mtporacle.api.Tolerance;
+
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 
 /**
- * A self-contained {@code report.html}: a summary table per backend profile and fixture, each failure with its
- * divergence details and trace, and a small inline SVG plot of the worst checkpoint NMSE against the tolerance.
+ * A self-contained {@code report.html} (no script, no external resource): the verdict; one row per backend profile
+ * and fixture with, per tensor kind, the worst NMSE drawn against the profile's threshold (green within, red past),
+ * and the near-tie gaps as a histogram over the token allowance; unavailable backends once per reason; the first
+ * {@link TextReport#FULL_FAILURES} failures in full, each linked to its trace with its replay command, and the rest
+ * counted by entry and category.
  */
 public final class HtmlReport {
+    private static final String OK = "#2e7d32";
+    private static final String BAD = "#c62828";
+    private static final String MUTED = "#8a8a8a";
+    /** The NMSE axis: log10 from 1e-14 to 1. */
+    private static final int LOG_MIN = -14;
+
     private HtmlReport() {
     }
 
+    /** The report with trace links as they were written (relative to where the command ran). */
     public static String render(ConformReport r) {
+        return render(r, null);
+    }
+
+    /** The report as written into {@code dir}: trace links relative to it, so the folder can be moved as a whole. */
+    public static String render(ConformReport r, Path dir) {
         StringBuilder h = new StringBuilder();
-        h.append("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>mtp conform report</title>")
-                .append("<style>body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#222}")
-                .append("table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;")
-                .append("text-align:left}th{background:#f3f3f3}.PASSED{color:#176f2c;font-weight:600}")
-                .append(".FAILED{color:#b00020;font-weight:600}.UNAVAILABLE{color:#777}code{background:#f6f6f6;")
-                .append("padding:1px 4px}.fail{border-left:4px solid #b00020;padding:0 1em;margin:1.5em 0}</style>")
-                .append("</head><body>");
-        h.append("<h1>mtp conform</h1><p>").append(esc(r.tool())).append(", ").append(esc(r.created()))
-                .append(". Seed <code>").append(r.seed()).append("</code>, ").append(r.chains())
-                .append(" chains per entry").append(r.shards().isEmpty() ? "" : ", shards "
-                        + esc(String.join(" ", r.shards()))).append(". Contexts: ").append(esc(r.contexts()))
-                .append(".</p><p class=\"").append(r.ok() ? "PASSED" : "FAILED").append("\">")
-                .append(r.ok() ? "All entries passed." : "Some entries failed.").append("</p>");
-        h.append("<table><tr><th>backend profile</th><th>fixture</th><th>status</th><th>chains passed</th>")
-                .append("<th>chains/s</th><th>tolerance</th><th>max NMSE K/V</th><th>max NMSE hidden</th>")
-                .append("<th>near-ties (max gap)</th><th>tokens / checkpoints / bad calls compared</th>")
-                .append("<th>numerics</th></tr>");
-        for (ConformReport.Entry e : r.entries()) {
-            h.append("<tr><td>").append(esc(e.profile())).append("</td><td title=\"").append(esc(e.fixtureRecipe()))
-                    .append("\">").append(esc(e.fixture())).append("</td><td class=\"").append(e.status()).append("\">")
-                    .append(e.status().name().toLowerCase()).append("</td>");
-            if (e.status() == ConformReport.Status.UNAVAILABLE) {
-                h.append("<td colspan=\"8\">").append(esc(e.reason())).append("</td></tr>");
-                continue;
-            }
-            ConformReport.Stats s = e.stats();
-            h.append(String.format(Locale.ROOT, "<td>%d / %d</td><td>%.1f</td><td>%s</td><td>%.2e</td><td>%.2e</td>"
-                            + "<td>%d (%.3g)</td><td>%d / %d / %d</td><td>%s</td></tr>", e.passed(), e.chainsRun(),
-                    e.seconds() == 0 ? 0 : e.chainsRun() / e.seconds(), esc(e.tolerance().describe()), s.maxKvNmse(),
-                    s.maxHiddenNmse(), s.nearTies(), s.maxNearTieGap(), s.comparedTokens(), s.comparedCheckpoints(),
-                    s.badCalls(), esc(e.numerics())));
+        h.append("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">")
+                .append("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">")
+                .append("<title>mtp conform: ").append(verdictWord(r)).append("</title><style>").append(CSS)
+                .append("</style></head><body>");
+        h.append("<header class=\"verdict ").append(verdictClass(r)).append("\"><h1>mtp conform: ")
+                .append(verdictWord(r)).append("</h1><p>").append(verdictLine(r)).append("</p></header>");
+        h.append("<p class=\"campaign\">Seed <code>").append(r.seed()).append("</code>, ").append(r.chains())
+                .append(" chains per entry, chains of at most ").append(r.plan().maxActions() > 0
+                        ? r.plan().maxActions() + " actions" : "? actions").append(", ")
+                .append(r.plan().shardCount() <= 1 ? "one shard" : r.shards().size() + " of " + r.plan().shardCount()
+                        + " shards (" + esc(String.join(", ", r.shards())) + ")")
+                .append(". Contexts: ").append(esc(r.contexts())).append(". ").append(esc(r.tool())).append(", ")
+                .append(esc(r.created())).append(".</p>");
+        if (!r.missingShards().isEmpty()) {
+            h.append("<p class=\"warn\">Partial merge: shard").append(r.missingShards().size() == 1 ? " " : "s ")
+                    .append(esc(String.join(", ", r.missingShards()))).append(" of ").append(r.plan().shardCount())
+                    .append(" missing; the chains they hold were not run.</p>");
         }
-        h.append("</table>");
-        h.append("<h2>Worst checkpoint NMSE against the tolerance</h2>").append(plot(r));
-        for (ConformReport.Entry e : r.entries()) {
-            for (ConformReport.FailureRecord f : e.failures()) {
-                h.append("<div class=\"fail\"><h3>").append(esc(e.key())).append(": ").append(esc(f.category()))
-                        .append("</h3><p>").append(esc(f.message())).append("</p><p>Chain seed <code>")
-                        .append(f.chainSeed()).append("</code>, shrunk from ").append(f.originalLength())
-                        .append(" to ").append(f.shrunkActions().size()).append(" actions; diverged at action ")
-                        .append(f.actionIndex()).append(".</p><ol start=\"0\">");
-                for (int i = 0; i < f.shrunkActions().size(); i++) {
-                    h.append(i == f.actionIndex() ? "<li><b>" : "<li>").append(esc(f.shrunkActions().get(i)))
-                            .append(i == f.actionIndex() ? "</b></li>" : "</li>");
-                }
-                h.append("</ol><table>");
-                for (Map.Entry<String, Object> d : f.details().entrySet()) {
-                    h.append("<tr><th>").append(esc(d.getKey())).append("</th><td>").append(esc(String.valueOf(
-                            d.getValue()))).append("</td></tr>");
-                }
-                h.append("</table>");
-                if (f.trace() != null) {
-                    h.append("<p>Replay: <code>mtp replay ").append(esc(f.trace())).append("</code></p>");
-                }
-                h.append("</div>");
-            }
-        }
+        entries(h, r);
+        unavailable(h, r);
+        failures(h, r, dir);
+        h.append("<footer>Every entry and every failure is in <code>report.json</code> beside this page. NMSE axis: "
+                + "log scale from 1e-14 to 1; a bar at the left edge is 0 (identical). Near-ties: draft positions "
+                + "where the backend chose another token whose reference log-prob was within the allowance; the "
+                + "histogram spreads their gaps over ten tenths of it.</footer>");
         return h.append("</body></html>\n").toString();
     }
 
-    /** Horizontal bars on a log10 axis from 1e-16 to 1: K/V NMSE, hidden NMSE, and the tolerance marks. */
-    private static String plot(ConformReport r) {
-        int row = 22;
-        int left = 230;
-        int width = 480;
-        var entries = r.entries().stream().filter(e -> e.status() != ConformReport.Status.UNAVAILABLE).toList();
-        int height = 30 + entries.size() * 2 * row;
-        StringBuilder s = new StringBuilder();
-        s.append(String.format(Locale.ROOT, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-                + "font-size=\"11\">", left + width + 20, height));
-        for (int e = -16; e <= 0; e += 4) {
-            double x = left + width * (e + 16) / 16.0;
-            s.append(String.format(Locale.ROOT, "<line x1=\"%.1f\" y1=\"14\" x2=\"%.1f\" y2=\"%d\" stroke=\"#ddd\"/>"
-                    + "<text x=\"%.1f\" y=\"11\" text-anchor=\"middle\">1e%d</text>", x, x, height, x, e));
+    private static void entries(StringBuilder h, ConformReport r) {
+        List<ConformReport.Entry> ran = r.entries().stream()
+                .filter(e -> e.status() != ConformReport.Status.UNAVAILABLE).toList();
+        if (ran.isEmpty()) {
+            h.append("<p class=\"muted\">No entry ran.</p>");
+            return;
         }
-        int y = 22;
-        for (ConformReport.Entry e : entries) {
-            y = bar(s, y, left, width, row, e.key() + " K/V", e.stats().maxKvNmse(), e.tolerance().kvNmse());
-            y = bar(s, y, left, width, row, e.key() + " hidden", e.stats().maxHiddenNmse(),
-                    e.tolerance().hiddenNmse());
+        h.append("<h2>Entries</h2><div class=\"scroll\"><table class=\"entries\"><thead><tr><th>backend profile</th>")
+                .append("<th>fixture</th><th>status</th><th>chains</th><th>tolerance</th>")
+                .append("<th>K/V NMSE (worst)</th><th>hidden NMSE (worst)</th><th>near-ties / allowance</th>")
+                .append("<th>compared</th></tr></thead><tbody>");
+        for (ConformReport.Entry e : ran) {
+            ConformReport.Stats s = e.stats();
+            Tolerance t = e.tolerance();
+            h.append("<tr class=\"").append(e.status()).append("\"><td>").append(esc(e.profile()))
+                    .append("</td><td title=\"").append(esc(e.fixtureRecipe())).append("\">").append(esc(e.fixture()))
+                    .append("</td><td><span class=\"badge ").append(e.status()).append("\">")
+                    .append(e.status().name().toLowerCase(Locale.ROOT)).append("</span></td>")
+                    .append(String.format(Locale.ROOT, "<td>%d / %d<br><span class=\"muted\">%.1f /s</span></td>",
+                            e.passed(), e.chainsRun(), e.seconds() == 0 ? 0 : e.chainsRun() / e.seconds()))
+                    .append("<td title=\"").append(esc(t.describe())).append("\">").append(esc(t.describe()))
+                    .append("</td><td>").append(meter(s.maxKvNmse(), t.kvNmse(), s.comparedCheckpoints()))
+                    .append("</td><td>").append(meter(s.maxHiddenNmse(), t.hiddenNmse(), s.comparedCheckpoints()))
+                    .append("</td><td>").append(nearTies(s, t.tokenGap(), tokenFailures(e))).append("</td>")
+                    .append(String.format(Locale.ROOT, "<td class=\"muted\">%d tokens<br>%d checkpoints<br>%d bad "
+                            + "calls<br>%s</td></tr>", s.comparedTokens(), s.comparedCheckpoints(), s.badCalls(),
+                            esc(e.numerics())));
         }
-        return s.append("</svg><p>Bars: worst NMSE seen (0 is drawn at 1e-16); red marks: the tolerance.</p>")
-                .toString();
+        h.append("</tbody></table></div>");
     }
 
-    private static int bar(StringBuilder s, int y, int left, int width, int row, String label, double v, double tol) {
-        double x = left + width * (Math.max(-16, Math.log10(Math.max(v, 1e-16))) + 16) / 16.0;
-        s.append(String.format(Locale.ROOT, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">%s</text>"
-                + "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"#4a7bd0\"/>", left - 6, y + 12,
-                esc(label), left, y + 2, x - left, row - 8));
-        if (tol > 0) {
-            double tx = left + width * (Math.max(-16, Math.log10(tol)) + 16) / 16.0;
-            s.append(String.format(Locale.ROOT, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#b00020\" "
-                    + "stroke-width=\"2\"/>", tx, y, tx, y + row - 4));
+    /**
+     * The worst NMSE of one tensor kind against its threshold: a bar on the log axis, green within the threshold and
+     * red past it, the threshold as a dark tick. A threshold of 0 means bit-identical (digests), with no tick.
+     */
+    static String meter(double worst, double threshold, long checkpoints) {
+        int w = 200;
+        int hgt = 22;
+        boolean over = worst > threshold;
+        String colour = over ? BAD : OK;
+        StringBuilder s = new StringBuilder(String.format(Locale.ROOT, "<svg class=\"meter\" width=\"%d\" "
+                + "height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"worst %s, threshold %s\">"
+                + "<rect x=\"0\" y=\"4\" width=\"%d\" height=\"10\" fill=\"#eceff1\"/>", w, hgt, w, hgt,
+                number(worst), number(threshold), w));
+        double x = axis(worst, w);
+        s.append(String.format(Locale.ROOT, "<rect class=\"%s\" x=\"0\" y=\"4\" width=\"%.1f\" height=\"10\" "
+                + "fill=\"%s\"/>", over ? "over" : "within", Math.max(3, x), colour));
+        if (threshold > 0) {
+            double tx = axis(threshold, w);
+            s.append(String.format(Locale.ROOT, "<rect class=\"tick\" x=\"%.1f\" y=\"1\" width=\"2\" height=\"16\" "
+                    + "fill=\"#263238\"/>", Math.min(w - 2, tx)));
         }
-        return y + row;
+        s.append("</svg><div class=\"meter-text\" style=\"color:").append(colour).append("\">")
+                .append(checkpoints == 0 ? "no checkpoint compared" : worst == 0 ? "0 (identical)" : number(worst))
+                .append(threshold > 0 ? " ≤ " + number(threshold) + (over ? " exceeded" : "")
+                        : " · exact" + (over ? ", differs" : "")).append("</div>");
+        return s.toString();
+    }
+
+    /** A 10-bin histogram of near-tie gaps over [0, allowance], and the failures past it in red at the right. */
+    static String nearTies(ConformReport.Stats s, double allowance, long pastAllowance) {
+        if (allowance == 0) {
+            return "<span class=\"muted\">exact: no near-tie allowed</span>" + (pastAllowance > 0
+                    ? "<div style=\"color:" + BAD + "\">" + pastAllowance + " token failure(s)</div>" : "");
+        }
+        List<Long> bins = s.nearTieGaps();
+        int w = 160;
+        int hgt = 34;
+        long max = Math.max(1, Math.max(pastAllowance, bins.stream().mapToLong(Long::longValue).max().orElse(0)));
+        StringBuilder b = new StringBuilder(String.format(Locale.ROOT, "<svg class=\"hist\" width=\"%d\" height=\"%d\" "
+                + "viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"near-tie gaps\">", w + 18, hgt, w + 18, hgt));
+        b.append(String.format(Locale.ROOT, "<rect x=\"0\" y=\"%d\" width=\"%d\" height=\"1\" fill=\"#b0bec5\"/>",
+                hgt - 1, w));
+        int bw = w / Math.max(1, bins.isEmpty() ? 10 : bins.size());
+        for (int i = 0; i < bins.size(); i++) {
+            double bh = (hgt - 4) * (double) bins.get(i) / max;
+            if (bins.get(i) > 0) {
+                b.append(String.format(Locale.ROOT, "<rect x=\"%d\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" "
+                        + "fill=\"#546e7a\"><title>%d near-ties at %d–%d%% of the allowance</title></rect>",
+                        i * bw + 1, hgt - 1 - Math.max(2, bh), bw - 2, Math.max(2, bh), bins.get(i), i * 10,
+                        i * 10 + 10));
+            }
+        }
+        b.append(String.format(Locale.ROOT, "<rect class=\"tick\" x=\"%d\" y=\"0\" width=\"2\" height=\"%d\" "
+                + "fill=\"#263238\"/>", w, hgt));
+        if (pastAllowance > 0) {
+            double bh = (hgt - 4) * (double) pastAllowance / max;
+            b.append(String.format(Locale.ROOT, "<rect class=\"over\" x=\"%d\" y=\"%.1f\" width=\"12\" height=\"%.1f\" "
+                    + "fill=\"%s\"><title>%d draft tokens past the allowance</title></rect>", w + 4,
+                    hgt - 1 - Math.max(2, bh), Math.max(2, bh), BAD, pastAllowance));
+        }
+        b.append("</svg><div class=\"meter-text\">").append(s.nearTies()).append(" near-tie")
+                .append(s.nearTies() == 1 ? "" : "s").append(s.nearTies() > 0 ? String.format(Locale.ROOT,
+                        ", largest %.0f%% of %s", 100 * s.maxNearTieGap() / allowance, number(allowance))
+                        : " (allowance " + number(allowance) + ")")
+                .append(pastAllowance > 0 ? "<br><span style=\"color:" + BAD + "\">" + pastAllowance
+                        + " past it</span>" : "").append(bins.isEmpty() && s.nearTies() > 0
+                        ? "<br><span class=\"muted\">(gaps not recorded)</span>" : "").append("</div>");
+        return b.toString();
+    }
+
+    private static long tokenFailures(ConformReport.Entry e) {
+        return e.failures().stream().filter(f -> f.category().equals("DRAFT_TOKEN")).count();
+    }
+
+    private static double axis(double v, int w) {
+        if (!(v > 0)) {
+            return 0;
+        }
+        double l = Math.max(LOG_MIN, Math.min(0, Math.log10(v)));
+        return w * (l - LOG_MIN) / -LOG_MIN;
+    }
+
+    private static void unavailable(StringBuilder h, ConformReport r) {
+        Map<String, LinkedHashSet<String>> byReason = new LinkedHashMap<>();
+        r.entries().stream().filter(e -> e.status() == ConformReport.Status.UNAVAILABLE)
+                .forEach(e -> byReason.computeIfAbsent(e.reason(), k -> new LinkedHashSet<>())
+                        .add(e.profile()));
+        if (byReason.isEmpty()) {
+            return;
+        }
+        boolean named = !r.plan().backends().isEmpty();
+        h.append("<h2>Unavailable</h2><ul class=\"unavailable").append(named ? " named" : "").append("\">");
+        byReason.forEach((reason, profiles) -> {
+            long fixtures = r.entries().stream().filter(e -> e.status() == ConformReport.Status.UNAVAILABLE
+                    && e.reason().equals(reason)).map(ConformReport.Entry::fixture).distinct().count();
+            h.append("<li><b>").append(esc(String.join(", ", profiles))).append("</b> (").append(fixtures)
+                    .append(fixtures == 1 ? " fixture" : " fixtures").append(named ? ", asked for by name: the run "
+                            + "fails" : ", not run").append("): ").append(esc(reason)).append("</li>");
+        });
+        h.append("</ul>");
+    }
+
+    private static void failures(StringBuilder h, ConformReport r, Path dir) {
+        List<TextReport.Failure> all = TextReport.failures(r);
+        if (all.isEmpty()) {
+            return;
+        }
+        h.append("<h2>Failures (").append(all.size()).append(")</h2>");
+        for (TextReport.Failure x : all.subList(0, Math.min(TextReport.FULL_FAILURES, all.size()))) {
+            ConformReport.FailureRecord f = x.record();
+            h.append("<section class=\"fail\"><h3>").append(esc(x.entry().key())).append(": ")
+                    .append(esc(f.category())).append("</h3><p>").append(esc(f.message())).append("</p><p>Chain seed <code>")
+                    .append(f.chainSeed()).append("</code>, shrunk from ").append(f.originalLength())
+                    .append(" to ").append(f.shrunkActions().size()).append(" actions; diverged at action ")
+                    .append(f.actionIndex()).append(".</p><ol start=\"0\">");
+            for (int i = 0; i < f.shrunkActions().size(); i++) {
+                h.append(i == f.actionIndex() ? "<li><b>" : "<li>").append(esc(f.shrunkActions().get(i)))
+                        .append(i == f.actionIndex() ? "</b></li>" : "</li>");
+            }
+            h.append("</ol>");
+            if (!f.details().isEmpty()) {
+                h.append("<table class=\"details\">");
+                f.details().forEach((k, v) -> h.append("<tr><th>").append(esc(k)).append("</th><td>")
+                        .append(esc(String.valueOf(v))).append("</td></tr>"));
+                h.append("</table>");
+            }
+            if (f.trace() != null) {
+                h.append("<p>Trace: <a href=\"").append(esc(link(f.trace(), dir))).append("\">")
+                        .append(esc(Path.of(f.trace()).getFileName().toString())).append("</a> · replay: ")
+                        .append("<code>mtp replay ").append(esc(f.trace())).append("</code></p>");
+            }
+            h.append("</section>");
+        }
+        if (all.size() > TextReport.FULL_FAILURES) {
+            List<TextReport.Failure> rest = all.subList(TextReport.FULL_FAILURES, all.size());
+            h.append("<p class=\"more\">… and ").append(rest.size()).append(" more failures, by entry and category: ")
+                    .append(esc(TextReport.summary(rest))).append(". Each is in <code>report.json</code> with its "
+                            + "trace.</p>");
+        }
+    }
+
+    /** A trace path as a link from {@code dir} (the report folder), with forward slashes. */
+    static String link(String trace, Path dir) {
+        Path t = Path.of(trace);
+        if (dir != null) {
+            try {
+                t = dir.toAbsolutePath().normalize().relativize(t.toAbsolutePath().normalize());
+            } catch (IllegalArgumentException e) {
+                // another root: keep it as written
+            }
+        }
+        return t.toString().replace('\\', '/');
+    }
+
+    private static String verdictWord(ConformReport r) {
+        return switch (r.verdict()) {
+            case PASSED -> r.missingShards().isEmpty() ? "passed" : "passed (partial)";
+            case FAILED -> "failed";
+            case UNAVAILABLE -> "backend unavailable";
+        };
+    }
+
+    private static String verdictClass(ConformReport r) {
+        return switch (r.verdict()) {
+            case PASSED -> r.missingShards().isEmpty() ? "PASSED" : "PARTIAL";
+            case FAILED -> "FAILED";
+            case UNAVAILABLE -> "FAILED";
+        };
+    }
+
+    private static String verdictLine(ConformReport r) {
+        long failed = r.entries().stream().filter(e -> e.status() == ConformReport.Status.FAILED).count();
+        long unavailable = r.entries().stream().filter(e -> e.status() == ConformReport.Status.UNAVAILABLE).count();
+        long passed = r.entries().size() - failed - unavailable;
+        String base = passed + " of " + r.entries().size() + " entries passed, " + failed + " failed, " + unavailable
+                + " unavailable";
+        return switch (r.verdict()) {
+            case PASSED -> (failed == 0 && unavailable == 0 ? "All entries passed: " : "") + base + ".";
+            case FAILED -> base + ".";
+            case UNAVAILABLE -> base + "; a backend asked for by name could not run, so the run fails.";
+        };
+    }
+
+    private static String number(double v) {
+        return v == 0 ? "0" : String.format(Locale.ROOT, "%.2g", v);
     }
 
     static String esc(String s) {
         return org.mtporacle.api.UntrustedText.html(s);
     }
+
+    private static final String CSS = "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:0 auto;"
+            + "max-width:1200px;padding:1.5em;color:#1c2529}h1{margin:0;font-size:1.5em}h2{margin-top:1.6em;"
+            + "font-size:1.15em}code{background:#f1f3f4;padding:1px 4px;border-radius:3px;word-break:break-all}"
+            + ".verdict{padding:.8em 1.2em;border-radius:6px;color:#fff}.verdict p{margin:.3em 0 0}"
+            + ".verdict.PASSED{background:" + OK + "}.verdict.FAILED{background:" + BAD + "}"
+            + ".verdict.PARTIAL{background:#ef6c00}.campaign,.muted{color:#5f6b70}.warn{background:#fff3e0;"
+            + "border-left:4px solid #ef6c00;padding:.5em 1em}.scroll{overflow-x:auto}"
+            + "table{border-collapse:collapse;margin:.5em 0}td,th{border-bottom:1px solid #e0e4e6;padding:6px 8px;"
+            + "text-align:left;vertical-align:top}th{background:#f5f7f8;font-weight:600}"
+            + "tr.FAILED td:first-child{border-left:4px solid " + BAD + "}"
+            + ".badge{display:inline-block;padding:1px 7px;border-radius:9px;font-size:.85em;color:#fff}"
+            + ".badge.PASSED{background:" + OK + "}.badge.FAILED{background:" + BAD + "}.badge.UNAVAILABLE{background:"
+            + MUTED + "}.meter-text{font-size:.85em;white-space:nowrap}svg{display:block}"
+            + ".unavailable li{margin:.3em 0}.unavailable.named li b{color:" + BAD + "}"
+            + ".fail{border-left:4px solid " + BAD + ";padding:.2em 1em;margin:1.2em 0;background:#fffafa}"
+            + ".fail ol{padding-left:2em}.details th{width:12em}.more{font-style:italic}"
+            + "footer{margin-top:2em;color:#5f6b70;font-size:.85em}";
 }

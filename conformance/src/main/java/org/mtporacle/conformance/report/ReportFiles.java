@@ -37,7 +37,7 @@ public final class ReportFiles {
             Files.createDirectories(dir);
             Path json = dir.resolve("report.json");
             JSON.writeValue(json.toFile(), r);
-            Files.writeString(dir.resolve("report.html"), HtmlReport.render(r), StandardCharsets.UTF_8);
+            Files.writeString(dir.resolve("report.html"), HtmlReport.render(r, dir), StandardCharsets.UTF_8);
             return json;
         } catch (IOException e) {
             throw new UncheckedIOException("report: cannot write into " + dir, e);
@@ -219,6 +219,17 @@ public final class ReportFiles {
         return c != 0 ? c : a.compareTo(b);
     }
 
+    private static List<Long> addBins(List<Long> a, List<Long> b) {
+        if (a.isEmpty() || b.isEmpty() || a.size() != b.size()) {
+            return List.of(); // a report without the bins: the merged distribution is unknown
+        }
+        List<Long> out = new ArrayList<>();
+        for (int i = 0; i < a.size(); i++) {
+            out.add(a.get(i) + b.get(i));
+        }
+        return out;
+    }
+
     private static ConformReport.Entry combine(ConformReport.Entry a, ConformReport.Entry b) {
         if (a.status() == ConformReport.Status.UNAVAILABLE) {
             return b;
@@ -233,7 +244,8 @@ public final class ReportFiles {
         ConformReport.Stats s = new ConformReport.Stats(x.comparedTokens() + y.comparedTokens(),
                 x.nearTies() + y.nearTies(), x.comparedCheckpoints() + y.comparedCheckpoints(),
                 Math.max(x.maxKvNmse(), y.maxKvNmse()), Math.max(x.maxHiddenNmse(), y.maxHiddenNmse()),
-                x.badCalls() + y.badCalls(), Math.max(x.maxNearTieGap(), y.maxNearTieGap()));
+                x.badCalls() + y.badCalls(), Math.max(x.maxNearTieGap(), y.maxNearTieGap()),
+                addBins(x.nearTieGaps(), y.nearTieGaps()));
         ConformReport.Status st = f.isEmpty() ? ConformReport.Status.PASSED : ConformReport.Status.FAILED;
         return new ConformReport.Entry(a.backend(), a.profile(), a.options(), a.fixture(), a.fixtureRecipe(),
                 a.modelIdentity(), a.tolerance(), a.numerics(), st, a.reason(), a.chainsRun() + b.chainsRun(),
