@@ -38,18 +38,54 @@ public final class MtpBackends {
     }
 
     /**
-     * The backend called {@code name}.
+     * The backend called {@code name}; a name {@code SCHEME:ARGUMENT} goes to the {@link MtpBackendFactory} of that
+     * scheme (a new backend each call).
      *
      * @throws MtpException INVALID_ARGUMENT naming the known backends when there is none of that name
      */
     public static MtpBackend byName(String name) {
+        MtpBackend made = fromFactory(name);
+        if (made != null) {
+            return made;
+        }
         List<MtpBackend> all = all();
         for (MtpBackend b : all) {
             if (b.name().equals(name)) {
                 return b;
             }
         }
+        List<String> known = new ArrayList<>(all.stream().map(MtpBackend::name).toList());
+        factories().forEach(f -> known.add(f.usage()));
         throw MtpException.invalidArgument("backend: no backend named '" + name + "' (known: "
-                + String.join(", ", all.stream().map(MtpBackend::name).toList()) + ")");
+                + String.join(", ", known) + ")");
+    }
+
+    /** True when {@code name} has the form {@code SCHEME:ARGUMENT} of a known {@link MtpBackendFactory}. */
+    public static boolean isFactoryName(String name) {
+        int colon = name.indexOf(':');
+        return colon > 0 && factories().stream().anyMatch(f -> f.scheme().equals(name.substring(0, colon)));
+    }
+
+    /** Every {@link MtpBackendFactory} on the class path. */
+    public static List<MtpBackendFactory> factories() {
+        List<MtpBackendFactory> out = new ArrayList<>();
+        for (MtpBackendFactory f : ServiceLoader.load(MtpBackendFactory.class, loader())) {
+            out.add(f);
+        }
+        return out;
+    }
+
+    private static MtpBackend fromFactory(String name) {
+        int colon = name.indexOf(':');
+        if (colon <= 0) {
+            return null;
+        }
+        String scheme = name.substring(0, colon);
+        for (MtpBackendFactory f : factories()) {
+            if (f.scheme().equals(scheme)) {
+                return f.create(name.substring(colon + 1));
+            }
+        }
+        return null;
     }
 }

@@ -56,8 +56,10 @@ class ToleranceTest {
         assertThatThrownBy(() -> new Tolerance("loose", 0.09, 0, 0).checkDeclarable("backend x"))
                 .hasMessageStartingWith("backend x: profile loose (token gap 0.09, K/V NMSE 0, hidden NMSE 0) is "
                         + "looser than the loosest built-in profile bf16");
-        assertThatThrownBy(() -> new Tolerance("loose", 0, 3e-3, 0).checkDeclarable("x")).hasMessageContaining("looser");
-        assertThatThrownBy(() -> new Tolerance("loose", 0, 0, 2e-5).checkDeclarable("x")).hasMessageContaining("looser");
+        assertThatThrownBy(() -> new Tolerance("loose", 0, 3e-3, 0).checkDeclarable("x"))
+                .hasMessageContaining("looser");
+        assertThatThrownBy(() -> new Tolerance("loose", 0, 0, 2e-5).checkDeclarable("x"))
+                .hasMessageContaining("looser");
         assertThatThrownBy(() -> new Tolerance("f32", 1e-5, 1e-9, 0).checkDeclarable("x"))
                 .hasMessageContaining("profile 'f32' is built in as f32 (token gap 0.0001, K/V NMSE 1E-9, hidden "
                         + "NMSE 0), declared as f32 (token gap 0.00001");

@@ -101,6 +101,12 @@ public final class Campaign {
         return new Result(s, oracle.model().identity(), subject.numerics(), total, passed, failures, stats, seconds);
     }
 
+    /** {@code name} usable in a file name: {@code exec:python3 x.py} → {@code exec_python3_x.py} (at most 48 chars). */
+    static String fileSafe(String name) {
+        String s = name.replaceAll("[^A-Za-z0-9._-]+", "_");
+        return s.length() <= 48 ? s : s.substring(0, 40) + "_" + Integer.toHexString(name.hashCode());
+    }
+
     /** Shrinks a failing outcome (same divergence category) and writes its trace. */
     public static Failure shrinkAndRecord(Settings s, Lockstep lockstep, ReferenceDraftModel oracle,
                                           ChainOutcome failed) {
@@ -115,7 +121,7 @@ public final class Campaign {
         Divergence d = again.passed() ? failed.divergence() : again.divergence();
         Path trace = null;
         if (s.traceDir() != null) {
-            trace = s.traceDir().resolve("chain-" + s.backend() + "-" + s.fixture() + "-"
+            trace = s.traceDir().resolve("chain-" + fileSafe(s.backend()) + "-" + s.fixture() + "-"
                     + Long.toHexString(failed.seed()) + ".json");
             try {
                 TraceFiles.write(new ChainTrace(ChainTrace.FORMAT, s.fixture(), oracle.model().identity(),

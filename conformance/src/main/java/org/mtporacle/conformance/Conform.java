@@ -98,6 +98,11 @@ public final class Conform {
             if (e.kind() == MtpException.Kind.UNAVAILABLE || e.kind() == MtpException.Kind.INCOMPATIBLE_MODEL) {
                 return unavailable(fx, model, b, p, tol, e.getMessage());
             }
+            if (e.kind() == MtpException.Kind.BACKEND_FAILURE) { // e.g. an exec: engine that fails its handshake
+                return new ConformReport.Entry(b.name(), p.label(), p.options(), fx.name(), fx.describe(),
+                        model.identity(), tol, "", ConformReport.Status.FAILED, "load failed: " + e.getMessage(),
+                        0, 0, 0, new ConformReport.Stats(0, 0, 0, 0, 0, 0, 0), List.of());
+            }
             throw e;
         }
         try (subject) {

@@ -63,6 +63,9 @@ public final class ModelLoader {
      *                      malformed file
      */
     public static MtpModel load(Path path) {
+        if (!Files.exists(path)) {
+            throw MtpException.malformedFile("load: " + path + ": no such file or directory");
+        }
         boolean isDir = Files.isDirectory(path);
         Path dir = isDir ? path : path.toAbsolutePath().getParent();
         Path configPath = dir.resolve("config.json");

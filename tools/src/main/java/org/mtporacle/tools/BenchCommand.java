@@ -82,6 +82,15 @@ final class BenchCommand implements Callable<Integer> {
             description = "Draft rounds timed per side with --backend (default: ${DEFAULT-VALUE}).")
     int rounds;
 
+    @Option(names = "--wire", description = "Only the wire-protocol benchmark: empty-call latency, 8 MiB context "
+            + "transfer, whole lockstep chains on small with the reference in process and behind `mtp serve-wire` "
+            + "(or the engine of --backend exec:...).")
+    boolean wire;
+
+    @Option(names = "--wire-chains", paramLabel = "N", defaultValue = "20",
+            description = "Chains timed per side with --wire (default: ${DEFAULT-VALUE}).")
+    int wireChains;
+
     @Mixin
     Mixins.Json json;
 
@@ -93,15 +102,18 @@ final class BenchCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        BenchOptions o;
-        try {
-            o = options();
-        } catch (IllegalArgumentException e) { // a bad value: a usage error (exit 2), not an internal one
-            throw new ParameterException(spec.commandLine(), e.getMessage(), e);
-        }
+        BenchOptions o = Mixins.Usage.lookup(spec, this::options); // a bad value: a usage error (exit 2)
         boolean backendOnly = only != null && only.equals(List.of("backend"));
         if (backendOnly && !backend.given()) {
             throw new ParameterException(spec.commandLine(), "--only backend needs --backend NAME");
+        }
+        if (wire) {
+            String engine = backend.given() && backend.name.startsWith("exec:") ? backend.name.substring(5) : null;
+            ProgressLine p = new ProgressLine(quiet.quiet || json.json);
+            WireBenchRun.Result r = WireBenchRun.run(engine, "small", wireChains, line -> p.status("bench: " + line));
+            p.finish();
+            System.out.print(json.json ? r.json() + "\n" : r.table());
+            return MtpCommand.EXIT_OK;
         }
         MtpBackend b = backend.given() ? backend.resolve(null) : null; // before measuring: an unavailable one fails fast
         ProgressLine progress = new ProgressLine(quiet.quiet || json.json);

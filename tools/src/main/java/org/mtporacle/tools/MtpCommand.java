@@ -30,6 +30,8 @@ import java.util.List;
                 CheckpointCommand.class,
                 BenchCommand.class,
                 BackendsCommand.class,
+                ServeWireCommand.class,
+                TckCommand.class,
                 CommandLine.HelpCommand.class
         })
 public final class MtpCommand implements Runnable {
@@ -43,6 +45,17 @@ public final class MtpCommand implements Runnable {
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
+
+    /** Per-call timeout of {@code exec:} backends, for every subcommand ({@code mtp conform --timeout 5 ...}). */
+    @CommandLine.Option(names = "--timeout", paramLabel = "SECONDS", scope = CommandLine.ScopeType.INHERIT,
+            description = "Per-call timeout of exec: backends, in seconds (default: 60).")
+    void timeout(double seconds) {
+        if (!(seconds > 0) || seconds > 86_400) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--timeout " + seconds
+                    + ": expected seconds in (0, 86400]");
+        }
+        System.setProperty(org.mtporacle.wire.ExecBackend.TIMEOUT_PROPERTY, Double.toString(seconds));
+    }
 
     @CommandLine.Option(names = "--plugin", paramLabel = "JAR", scope = CommandLine.ScopeType.INHERIT,
             description = "A jar or class folder with more backends (listed in " + Plugins.SERVICES

@@ -111,6 +111,10 @@ class ExitCodesTest {
         cases("mtp bench", 0, a("--quick", "--only", "matvec", "--threads", "1", "--repetitions", "1",
                         "--no-openblas", "--quiet"),
                 2, a("--only", "kernels"), 3, a("--quick", "--only", "matvec", "--backend", "absent", "--quiet"));
+        cases("mtp tck", 0, a("--backend", "reference", "--chains", "1", "--prefill-split", "12", "--report", p("t0")),
+                1, a("--backend", "drifting", "--chains", "1", "--prefill-split", "12", "--report", p("t1")),
+                2, a("--backend", "nope"), 3, a("--backend", "absent", "--report", p("t3")));
+        cases("mtp serve-wire", 0, a("--help"), 2, a("--backend", "exec:python3 x.py"));
         cases("mtp backends", 0, a(), 2, a("--bogus"));
         cases("mtp help", 0, a("conform"), 2, a("nope"));
     }

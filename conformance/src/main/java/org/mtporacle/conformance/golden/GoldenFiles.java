@@ -112,8 +112,8 @@ public final class GoldenFiles {
         ObjectNode root = parse(file, where);
         String format = StrictJson.optText(root, "format", where);
         if (!GoldenTrace.FORMAT.equals(format)) {
-            throw MtpException.malformedFile(where + ": format " + UntrustedText.quote(format) + ", expected '"
-                    + GoldenTrace.FORMAT + "'");
+            throw MtpException.malformedFile(where + (format == null ? ": no \"format\"" : ": format "
+                    + UntrustedText.quote(format)) + ", expected '" + GoldenTrace.FORMAT + "'");
         }
         String recorded = StrictJson.optText(root, "contentSha256", where);
         ObjectNode content = root.deepCopy();

@@ -62,6 +62,11 @@ public final class TextReport {
                 + "fails)";
         unavailableBy.forEach((reason, profiles) -> sb.append(String.format(Locale.ROOT,
                 "%s: %s: %s%n", l(String.join(", ", profiles)), note, l(reason))));
+        for (ConformReport.Entry e : r.entries()) { // an entry that failed before any chain (load), with why
+            if (e.status() == ConformReport.Status.FAILED && e.reason() != null && !e.reason().isEmpty()) {
+                sb.append(String.format(Locale.ROOT, "%nFAILED %s: %s%n", l(e.key()), l(e.reason())));
+            }
+        }
         List<Failure> all = failures(r);
         for (Failure f : all.subList(0, Math.min(FULL_FAILURES, all.size()))) {
             ConformReport.FailureRecord x = f.record();

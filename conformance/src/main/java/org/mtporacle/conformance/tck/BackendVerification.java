@@ -362,7 +362,8 @@ public abstract class BackendVerification implements BackendRules {
                 checked++;
             }
         }
-        assertThat(checked).isEqualTo(Setup.values().length * 7);
+        assertThat(checked).as("calls checked on closed groups (7 calls × %d states)", Setup.values().length)
+                .isEqualTo(Setup.values().length * 7);
     }
 
     @Test
@@ -398,7 +399,9 @@ public abstract class BackendVerification implements BackendRules {
         }
         assertThat(g.rowCount()).as("row count after the refused calls").isEqualTo(2);
         g.close();
-        assertThat(g.isClosed()).isTrue();
+        if (!g.isClosed()) {
+            fail("isClosed() is false after close() on a group whose model was closed (spec §11.11)");
+        }
     }
 
     @Test
@@ -451,7 +454,9 @@ public abstract class BackendVerification implements BackendRules {
                         Thread.currentThread().interrupt();
                         fail("interrupted while waiting for trial " + trial);
                     }
-                    assertThat(t.isAlive()).as("trial %d: both calls return", trial).isFalse();
+                    if (t.isAlive()) {
+                        fail("trial " + trial + ": an overlapping prefill did not return within 60 s (spec §11.11)");
+                    }
                 }
                 for (Throwable e : outcome) {
                     if (e != null) {
@@ -461,13 +466,21 @@ public abstract class BackendVerification implements BackendRules {
                                         .isEqualTo(MtpException.Kind.ILLEGAL_STATE));
                     }
                 }
-                assertThat(outcome[0] != null && outcome[1] != null).as("trial %d: one call completes", trial)
-                        .isFalse();
+                if (outcome[0] != null && outcome[1] != null) {
+                    fail("trial " + trial + ": both overlapping prefills were refused (" + outcome[0].getMessage()
+                            + "; " + outcome[1].getMessage() + "), one must complete (spec §11.11)");
+                }
                 List<String> orders = outcome[0] != null ? List.of("b") : outcome[1] != null ? List.of("a")
                         : List.of("ab", "ba");
                 List<RowCheckpoint> now = List.of(g.capture(0), g.capture(1));
-                assertThat(orders.stream().anyMatch(o -> sameRows(sequential.get(o), now)))
-                        .as("trial %d: the group ends as %s leaves it", trial, orders).isTrue();
+                if (orders.stream().noneMatch(o -> sameRows(sequential.get(o), now))) {
+                    for (int r = 0; r < now.size(); r++) {
+                        assertIdentical("trial " + trial + ": row " + r + " after overlapping prefills, against the "
+                                + "order " + orders.getFirst() + " of " + orders, now.get(r),
+                                sequential.get(orders.getFirst()).get(r));
+                    }
+                    fail("trial " + trial + ": the group ends in no state the orders " + orders + " leave");
+                }
             }
         }
         System.out.println("[tck] " + backend.name() + ": " + overlapTrials() + " overlapping prefill pairs, " + refused

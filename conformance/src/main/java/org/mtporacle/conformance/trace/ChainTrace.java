@@ -9,8 +9,8 @@ import java.util.Map;
 
 /**
  * A replayable record of one chain (format {@value #FORMAT}): the fixture recipe, the backend and its options, the
- * tolerance profile (name and thresholds), the seed and the actions, plus the divergence it produced when it was written. {@code mtp replay}
- * re-runs the actions exactly, without the generator.
+ * tolerance profile (name and thresholds), the seed and the actions, plus the divergence it produced when it was
+ * written. {@code mtp replay} re-runs the actions exactly, without the generator.
  */
 public record ChainTrace(String format, String fixture, String modelIdentity, String backend,
                          Map<String, String> backendOptions, Tolerance tolerance, long seed, List<Action> actions,

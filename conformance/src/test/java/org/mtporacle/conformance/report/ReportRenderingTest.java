@@ -41,7 +41,8 @@ class ReportRenderingTest {
                 .contains("tolerance bf16: token gap 0.08, K/V NMSE 0.002, hidden NMSE 0.00001")
                 .contains("tolerance x-cuda: token gap 0.01, K/V NMSE 0.0005, hidden NMSE 0.0000025");
         String html = HtmlReport.render(r);
-        assertThat(html).contains("bf16 (token gap 0.08, K/V NMSE 0.002, hidden NMSE 0.00001)").contains("&lt;gap&gt;").doesNotContain("<gap>").contains("<b>draft depth=2 greedy seed=2</b>");
+        assertThat(html).contains("bf16 (token gap 0.08, K/V NMSE 0.002, hidden NMSE 0.00001)")
+                .contains("&lt;gap&gt;").doesNotContain("<gap>").contains("<b>draft depth=2 greedy seed=2</b>");
     }
 
     @Test
@@ -56,7 +57,8 @@ class ReportRenderingTest {
         assertThat(e.failures()).hasSize(1);
         assertThat(e.status()).isEqualTo(ConformReport.Status.FAILED);
         assertThat(e.stats().comparedTokens()).isEqualTo(200);
-        assertThat(e.tolerance()).as("the profile, thresholds included, survives report.json").isEqualTo(Tolerance.BF16);
+        assertThat(e.tolerance()).as("the profile, thresholds included, survives report.json")
+                .isEqualTo(Tolerance.BF16);
         assertThat(merged.shards()).containsExactly("1/2", "2/2");
         assertThat(merged.ok()).isFalse();
     }

@@ -21,8 +21,8 @@ class TraceFilesLocaleTest {
         List<Action> actions = List.of(new Action.Append(List.of(-1), false), new Action.Prefill(2, 1),
                 new Action.Bad(BadCall.FILTER_INDEX_OUT_OF_RANGE, 3), new Action.Draft(2, 4, false),
                 new Action.Commit(Action.Acceptance.FULL, 5), new Action.Bad(BadCall.DRAFT_DURING_ROUND, 6));
-        ChainTrace t = new ChainTrace(ChainTrace.FORMAT, "tiny", "id", "reference", Map.of(), Tolerance.F32, 9, actions, null,
-                actions.size());
+        ChainTrace t = new ChainTrace(ChainTrace.FORMAT, "tiny", "id", "reference", Map.of(), Tolerance.F32, 9,
+                actions, null, actions.size());
         Path file = dir.resolve("t.json");
         Locale saved = Locale.getDefault();
         try {

@@ -4,8 +4,8 @@ import org.mtporacle.api.MtpBackend;
 import org.mtporacle.conformance.tck.BackendVerification;
 
 /**
- * Every rule of the row contract, run on the example backend against the reference (the TCK). It holds the backend
- * to the tolerance its profiles declare (f32 by default); override {@code tolerance()} only to tighten it.
+ * Every rule of the row contract on the example backend, against the reference (the TCK), held to the tolerance the
+ * backend's profiles declare (f32 by default; override {@code tolerance()} only to tighten it).
  */
 class ExampleBackendVerificationTest extends BackendVerification {
     @Override
@@ -15,12 +15,7 @@ class ExampleBackendVerificationTest extends BackendVerification {
 
     @Override
     protected boolean supportsSeededSampling() {
-        return true; // false skips the §7 checks, with the reason
-    }
-
-    @Override
-    protected boolean supportsQuantizedWeights() {
-        return true; // false skips the 4-bit fixture, with the reason
+        return true; // false skips the §7 checks, naming this hook; supportsQuantizedWeights() likewise
     }
 
     @Override

@@ -1,0 +1,254 @@
+package org.mtporacle.tools;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import org.junit.platform.engine.TestExecutionResult;
+import org.junit.platform.engine.support.descriptor.MethodSource;
+import org.junit.platform.launcher.Launcher;
+import org.junit.platform.launcher.LauncherDiscoveryRequest;
+import org.junit.platform.launcher.TestExecutionListener;
+import org.junit.platform.launcher.TestIdentifier;
+import org.junit.platform.launcher.TestPlan;
+import org.junit.platform.launcher.core.LauncherDiscoveryRequestBuilder;
+import org.junit.platform.launcher.core.LauncherFactory;
+import org.mtporacle.api.BackendProfile;
+import org.mtporacle.api.MtpBackend;
+import org.mtporacle.api.MtpBackends;
+import org.mtporacle.api.MtpException;
+import org.mtporacle.conformance.BackendSelection;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+
+import static org.junit.platform.engine.discovery.DiscoverySelectors.selectClass;
+
+/** {@code mtp tck}: every rule of the backend TCK from the shell, for any backend, in-process or {@code exec:}. */
+@Command(name = "tck", mixinStandardHelpOptions = true,
+        description = {"Run every rule of the backend TCK (BackendVerification) against one backend, with the "
+                + "rules' own names, and write a report (console, report.json, report.html).",
+                "Works for in-process backends and for engines in another language: --backend exec:'COMMAND ARGS'. "
+                        + "Exit 0 when no rule failed, 1 otherwise."})
+final class TckCommand implements Callable<Integer> {
+    @picocli.CommandLine.Spec
+    picocli.CommandLine.Model.CommandSpec spec;
+
+    @Option(names = "--backend", paramLabel = "NAME", required = true,
+            description = "The backend, a profile label, or exec:'COMMAND ARGS'.")
+    String backend;
+
+    @Option(names = "--profile", paramLabel = "LABEL",
+            description = "Which of the backend's profiles (options and tolerance) to check (default: its first).")
+    String profileLabel;
+
+    @Option(names = "--chains", paramLabel = "N", defaultValue = "40",
+            description = "Random chains per lockstep rule (default: ${DEFAULT-VALUE}).")
+    int chains;
+
+    @Option(names = "--prefill-split", paramLabel = "L", defaultValue = "2050",
+            description = "Length of the prefill-split rule's prefill; the default crosses the 2048 chunk "
+                    + "(default: ${DEFAULT-VALUE}).")
+    int prefillSplit;
+
+    @Option(names = "--report", paramLabel = "DIR", defaultValue = "mtp-reports/tck",
+            description = "Where report.json and report.html go (default: ${DEFAULT-VALUE}).")
+    Path report;
+
+    @Option(names = "--json", description = "Print report.json to standard output instead of the rule lines.")
+    boolean json;
+
+    /** One rule's outcome. */
+    record Rule(String rule, String title, String status, String message, double seconds) {
+    }
+
+    @Override
+    public Integer call() {
+        Mixins.Usage.require(spec, chains >= 1, "--chains " + chains + ": must be ≥ 1");
+        Mixins.Usage.require(spec, prefillSplit >= 2, "--prefill-split " + prefillSplit + ": must be ≥ 2");
+        MtpBackend b = Mixins.Usage.lookup(spec, this::resolve);
+        BackendProfile p = Mixins.Usage.lookup(spec, () -> profile(b));
+        BackendSelection.requireAvailable(b); // asked for by name: unavailable is exit 3, not a run of skips
+        TckSubject.configure(b, p, chains, prefillSplit);
+        if (!json) {
+            System.out.println("mtp tck: " + b.name() + " (profile " + p.label() + ", options " + p.options()
+                    + ", tolerance " + p.tolerance().describe() + ")");
+        }
+        Map<String, Rule> rules = new LinkedHashMap<>();
+        Map<String, Long> started = new LinkedHashMap<>();
+        String[] containerProblem = {null};
+        TestExecutionListener listener = new TestExecutionListener() {
+            @Override
+            public void testPlanExecutionStarted(TestPlan plan) {
+                for (TestIdentifier root : plan.getRoots()) {
+                    plan.getDescendants(root).stream().filter(TestIdentifier::isTest).forEach(t ->
+                            rules.put(t.getUniqueId(), new Rule(ruleName(t), t.getDisplayName(), "NOT RUN", "", 0)));
+                }
+            }
+
+            @Override
+            public void executionStarted(TestIdentifier id) {
+                started.put(id.getUniqueId(), System.nanoTime());
+            }
+
+            @Override
+            public void executionSkipped(TestIdentifier id, String reason) {
+                if (id.isTest()) {
+                    finish(id, "SKIPPED", reason);
+                }
+            }
+
+            @Override
+            public void executionFinished(TestIdentifier id, TestExecutionResult r) {
+                String message = r.getThrowable().map(t -> String.valueOf(t.getMessage())).orElse("");
+                if (id.isTest()) {
+                    finish(id, switch (r.getStatus()) {
+                        case SUCCESSFUL -> "PASSED";
+                        case ABORTED -> "SKIPPED";
+                        case FAILED -> "FAILED";
+                    }, message);
+                } else if (r.getStatus() != TestExecutionResult.Status.SUCCESSFUL && containerProblem[0] == null) {
+                    containerProblem[0] = (r.getStatus() == TestExecutionResult.Status.ABORTED ? "skipped: " : "failed: ")
+                            + message;
+                }
+            }
+
+            private void finish(TestIdentifier id, String status, String message) {
+                Long t0 = started.get(id.getUniqueId());
+                double s = t0 == null ? 0 : (System.nanoTime() - t0) / 1e9;
+                Rule r = new Rule(ruleName(id), id.getDisplayName(), status, message == null ? "" : message, s);
+                rules.put(id.getUniqueId(), r);
+                if (!json) {
+                    System.out.println(line(r));
+                }
+            }
+        };
+        LauncherDiscoveryRequest request = LauncherDiscoveryRequestBuilder.request()
+                .selectors(selectClass(TckSubject.class)).build();
+        Launcher launcher = LauncherFactory.create();
+        long t0 = System.nanoTime();
+        launcher.execute(request, listener);
+        double seconds = (System.nanoTime() - t0) / 1e9;
+        List<Rule> all = new ArrayList<>();
+        for (Rule r : rules.values()) {
+            all.add(r.status().equals("NOT RUN") && containerProblem[0] != null
+                    ? new Rule(r.rule(), r.title(), containerProblem[0].startsWith("skipped") ? "SKIPPED" : "FAILED",
+                    containerProblem[0], 0) : r);
+        }
+        long failed = all.stream().filter(r -> r.status().equals("FAILED")).count();
+        long passed = all.stream().filter(r -> r.status().equals("PASSED")).count();
+        long skipped = all.size() - failed - passed;
+        Map<String, Object> doc = new LinkedHashMap<>();
+        doc.put("format", "mtp-tck-report-1");
+        doc.put("created", Instant.now().toString());
+        doc.put("backend", b.name());
+        doc.put("description", b.description());
+        doc.put("profile", p.label());
+        doc.put("options", p.options());
+        doc.put("tolerance", p.tolerance());
+        doc.put("chainsPerRule", chains);
+        doc.put("seconds", seconds);
+        doc.put("passed", passed);
+        doc.put("failed", failed);
+        doc.put("skipped", skipped);
+        if (containerProblem[0] != null) {
+            doc.put("problem", containerProblem[0]);
+        }
+        doc.put("rules", all);
+        String jsonText;
+        try {
+            jsonText = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(doc);
+            Files.createDirectories(report);
+            Files.writeString(report.resolve("report.json"), jsonText + "\n");
+            Files.writeString(report.resolve("report.html"), html(b, p, all, passed, failed, skipped));
+        } catch (IOException e) {
+            throw new UncheckedIOException("tck: cannot write the report under " + report, e);
+        }
+        if (json) {
+            System.out.println(jsonText);
+        } else {
+            if (containerProblem[0] != null) {
+                System.out.println("the TCK class " + containerProblem[0]);
+            }
+            System.out.printf(Locale.ROOT, "%n%s: %d rules passed, %d failed, %d skipped (%.1f s)%nreport: %s and %s%n",
+                    failed == 0 ? "OK" : "FAILED", passed, failed, skipped, seconds, report.resolve("report.json"),
+                    report.resolve("report.html"));
+        }
+        return failed == 0 ? MtpCommand.EXIT_OK : MtpCommand.EXIT_FAILED;
+    }
+
+    private MtpBackend resolve() {
+        if (MtpBackends.isFactoryName(backend)) {
+            return MtpBackends.byName(backend);
+        }
+        // a backend name or one of its profile labels
+        for (MtpBackend b : MtpBackends.all()) {
+            if (b.name().equals(backend) || b.profiles().stream().anyMatch(p -> p.label().equals(backend))) {
+                if (profileLabel == null && !b.name().equals(backend)) {
+                    profileLabel = backend;
+                }
+                return b;
+            }
+        }
+        return BackendSelection.byName(backend); // fails naming the known backends and profiles
+    }
+
+    private BackendProfile profile(MtpBackend b) {
+        List<BackendProfile> ps = b.profiles();
+        if (profileLabel == null) {
+            return ps.getFirst();
+        }
+        return ps.stream().filter(p -> p.label().equals(profileLabel)).findFirst().orElseThrow(() ->
+                MtpException.invalidArgument("--profile " + profileLabel + ": " + b.name() + " has no such profile "
+                        + "(known: " + String.join(", ", ps.stream().map(BackendProfile::label).toList()) + ")"));
+    }
+
+    static String ruleName(TestIdentifier t) {
+        return t.getSource().filter(MethodSource.class::isInstance).map(s -> ((MethodSource) s).getMethodName())
+                .orElse(t.getDisplayName());
+    }
+
+    static String line(Rule r) {
+        String mark = switch (r.status()) {
+            case "PASSED" -> "pass";
+            case "FAILED" -> "FAIL";
+            default -> "skip";
+        };
+        String msg = r.message().isEmpty() || r.status().equals("PASSED") ? ""
+                : "\n      " + r.message().lines().findFirst().orElse("");
+        return String.format(Locale.ROOT, "  %s %-62s %s%s", mark, r.rule(), r.title(), msg);
+    }
+
+    private static String html(MtpBackend b, BackendProfile p, List<Rule> rules, long passed, long failed,
+                               long skipped) {
+        StringBuilder sb = new StringBuilder("<!doctype html><meta charset=\"utf-8\"><title>mtp tck</title>"
+                + "<style>body{font-family:sans-serif;margin:2em}td,th{padding:4px 8px;border-bottom:1px solid #ddd;"
+                + "vertical-align:top}.PASSED{color:#060}.FAILED{color:#b00;font-weight:bold}.SKIPPED{color:#777}"
+                + "pre{white-space:pre-wrap;margin:0}</style>");
+        sb.append("<h1>mtp tck: ").append(esc(b.name())).append("</h1><p>").append(esc(b.description()))
+                .append("<br>profile ").append(esc(p.label())).append(", options ").append(esc(p.options().toString()))
+                .append(", tolerance ").append(esc(p.tolerance().describe())).append("</p><p>").append(passed)
+                .append(" passed, ").append(failed).append(" failed, ").append(skipped).append(" skipped</p>")
+                .append("<table><tr><th>rule</th><th>what it checks</th><th>status</th><th>s</th><th>message</th></tr>");
+        for (Rule r : rules) {
+            sb.append("<tr><td><code>").append(esc(r.rule())).append("</code></td><td>").append(esc(r.title()))
+                    .append("</td><td class=\"").append(r.status()).append("\">").append(r.status())
+                    .append("</td><td>").append(String.format(Locale.ROOT, "%.1f", r.seconds())).append("</td><td><pre>")
+                    .append(esc(r.message())).append("</pre></td></tr>");
+        }
+        return sb.append("</table>\n").toString();
+    }
+
+    private static String esc(String s) {
+        return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\"", "&quot;");
+    }
+}

@@ -1,0 +1,70 @@
+package org.mtporacle.tools;
+
+import org.mtporacle.api.BackendProfile;
+import org.mtporacle.api.MtpBackend;
+import org.mtporacle.conformance.FixtureRecipe;
+import org.mtporacle.api.Tolerance;
+import org.mtporacle.conformance.tck.BackendVerification;
+import org.mtporacle.wire.ExecBackend;
+
+import java.nio.file.Path;
+import java.util.Map;
+
+/**
+ * {@link BackendVerification} for the backend {@code mtp tck --backend NAME} names: the JUnit Platform runs this class
+ * in the tool's own JVM, so every rule runs with its own name, for in-process and {@code exec:} backends alike.
+ * Configured through {@link #configure} before the launch (one run at a time).
+ */
+class TckSubject extends BackendVerification {
+    private static MtpBackend backend;
+    private static BackendProfile profile;
+    private static int chains;
+    private static int prefillSplit;
+
+    static synchronized void configure(MtpBackend b, BackendProfile p, int lockstepChains, int prefillSplitLength) {
+        backend = b;
+        profile = p;
+        chains = lockstepChains;
+        prefillSplit = prefillSplitLength;
+    }
+
+    @Override
+    protected MtpBackend createBackend() {
+        return backend;
+    }
+
+    @Override
+    protected Map<String, String> backendOptions() {
+        return profile.options();
+    }
+
+    @Override
+    protected Tolerance tolerance() {
+        return profile.tolerance();
+    }
+
+    @Override
+    protected boolean supportsSeededSampling() {
+        return !(backend instanceof ExecBackend e) || e.seededSampling();
+    }
+
+    @Override
+    protected boolean supportsQuantizedWeights() {
+        return !(backend instanceof ExecBackend e) || e.loadsAffine(4, 32); // tiny-q4: 4-bit, group 32
+    }
+
+    @Override
+    protected int lockstepChains() {
+        return chains;
+    }
+
+    @Override
+    protected int prefillSplitLength() {
+        return prefillSplit;
+    }
+
+    @Override
+    protected Path fixtureCache() {
+        return FixtureRecipe.defaultCache();
+    }
+}

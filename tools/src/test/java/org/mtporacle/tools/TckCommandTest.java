@@ -1,0 +1,48 @@
+package org.mtporacle.tools;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.mtporacle.conformance.tck.BackendVerification;
+
+import java.lang.reflect.Method;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** {@code mtp tck} runs every rule of BackendVerification by its own name and reports each. */
+class TckCommandTest {
+    @TempDir
+    Path dir;
+
+    @Test
+    void everyRuleOfTheTckRunsUnderItsOwnNameAndTheReferencePassesThem() throws Exception {
+        Cli r = Cli.run("tck", "--backend", "reference", "--chains", "1", "--prefill-split", "12", "--report",
+                dir.toString());
+        assertThat(r.exit()).as(r.out()).isZero();
+        Set<String> expected = Arrays.stream(BackendVerification.class.getDeclaredMethods())
+                .filter(m -> m.isAnnotationPresent(org.junit.jupiter.api.Test.class)).map(Method::getName)
+                .collect(Collectors.toCollection(TreeSet::new));
+        JsonNode json = new ObjectMapper().readTree(dir.resolve("report.json").toFile());
+        Set<String> reported = new TreeSet<>();
+        json.get("rules").forEach(n -> reported.add(n.get("rule").asText()));
+        assertThat(reported).isEqualTo(expected);
+        assertThat(json.get("failed").asInt()).isZero();
+        assertThat(json.get("passed").asInt()).isGreaterThan(10);
+        assertThat(r.out()).contains("pass required_s11_1_badInputCatalogue").contains("OK: ");
+        assertThat(Files.readString(dir.resolve("report.html"))).contains("required_s10_1_7_checkpointRoundTrip");
+    }
+
+    @Test
+    void anUnknownBackendIsAUsageErrorNamingTheKnownOnes() {
+        Cli r = Cli.run("tck", "--backend", "nonesuch", "--report", dir.toString());
+        assertThat(r.exit()).isEqualTo(MtpCommand.EXIT_USAGE);
+        assertThat(r.out()).contains("nonesuch").contains("reference");
+    }
+}

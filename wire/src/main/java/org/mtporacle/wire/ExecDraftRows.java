@@ -1,0 +1,158 @@
+package org.mtporacle.wire;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.mtporacle.api.DraftRows;
+import org.mtporacle.api.DraftSampling;
+import org.mtporacle.api.HostTensor;
+import org.mtporacle.api.MtpException;
+import org.mtporacle.api.RowCheckpoint;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A group in an engine process: each call is one request (WIRE.md §5) sent with the caller's arguments as they are.
+ * A reply that breaks the protocol (a missing field, proposals of the wrong shape) is an engine failure.
+ */
+final class ExecDraftRows implements DraftRows {
+    private final EngineProcess engine;
+    private final int group;
+    private final String lost;
+    private boolean closed;
+
+    ExecDraftRows(EngineProcess engine, int group) {
+        this(engine, group, null);
+    }
+
+    private ExecDraftRows(EngineProcess engine, int group, String lost) {
+        this.engine = engine;
+        this.group = group;
+        this.lost = lost;
+    }
+
+    /** A group whose engine failed before it existed: every call fails with BACKEND_FAILURE saying why. */
+    static ExecDraftRows lost(EngineProcess engine, String why) {
+        return new ExecDraftRows(engine, -1, why);
+    }
+
+    private ObjectNode args() {
+        return WireValues.NODES.objectNode().put("group", group);
+    }
+
+    private ObjectNode call(String op, ObjectNode args, List<HostTensor> tensors) {
+        if (lost != null) {
+            throw new MtpException(MtpException.Kind.BACKEND_FAILURE, op + ": " + lost);
+        }
+        return ExecDraftModel.result(engine.call(op, args, tensors));
+    }
+
+    @Override
+    public int rowCount() {
+        JsonNode n = call("rowCount", args(), List.of()).get("rows");
+        if (n == null || !n.isIntegralNumber() || !n.canConvertToInt()) {
+            throw engine.violation("rowCount", "result.rows is " + n + ", expected an int (WIRE.md §5)");
+        }
+        return n.asInt();
+    }
+
+    @Override
+    public void append(List<RowCheckpoint> checkpoints) {
+        List<HostTensor> tensors = new ArrayList<>();
+        ObjectNode a = args();
+        a.set("checkpoints", WireValues.checkpoints(checkpoints, tensors));
+        call("append", a, tensors);
+    }
+
+    @Override
+    public void filterRows(int[] keep) {
+        ObjectNode a = args();
+        a.set("keep", WireValues.ints(keep));
+        call("filterRows", a, List.of());
+    }
+
+    @Override
+    public void prefill(HostTensor tokens, HostTensor context) {
+        List<HostTensor> tensors = new ArrayList<>();
+        ObjectNode a = args();
+        a.set("tokens", WireValues.tensor(tokens, tensors));
+        a.set("context", WireValues.tensor(context, tensors));
+        call("prefill", a, tensors);
+    }
+
+    @Override
+    public int[][] draft(int[] pending, int depth, long[] steps, DraftSampling sampling) {
+        ObjectNode a = args();
+        a.set("pending", WireValues.ints(pending));
+        a.put("depth", depth);
+        a.set("steps", WireValues.longs(steps));
+        a.set("sampling", WireValues.sampling(sampling));
+        ObjectNode r = call("draft", a, List.of());
+        int[][] proposals;
+        try {
+            proposals = WireValues.readProposals(r.get("proposals"), "result.proposals");
+        } catch (WireFrame.FramingException e) {
+            throw engine.violation("draft", e.getMessage() + " (WIRE.md §5)");
+        }
+        if (pending != null && depth >= 0) {
+            boolean fits = proposals.length == pending.length;
+            for (int b = 0; fits && b < proposals.length; b++) {
+                fits = proposals[b].length == depth;
+            }
+            if (!fits) {
+                throw engine.violation("draft", "result.proposals has " + proposals.length + " rows of lengths "
+                        + java.util.Arrays.stream(proposals).map(p -> String.valueOf(p.length)).toList()
+                        + ", expected " + pending.length + " rows of " + depth + " (WIRE.md §5)");
+            }
+        }
+        return proposals;
+    }
+
+    @Override
+    public void commit(int[] accepted, HostTensor context) {
+        List<HostTensor> tensors = new ArrayList<>();
+        ObjectNode a = args();
+        a.set("accepted", WireValues.ints(accepted));
+        a.set("context", WireValues.tensor(context, tensors));
+        call("commit", a, tensors);
+    }
+
+    @Override
+    public RowCheckpoint capture(int row) {
+        if (lost != null) {
+            throw new MtpException(MtpException.Kind.BACKEND_FAILURE, "capture: " + lost);
+        }
+        WireFrame reply = engine.call("capture", args().put("row", row), List.of());
+        RowCheckpoint cp;
+        try {
+            cp = WireValues.readCheckpoint(ExecDraftModel.result(reply).get("checkpoint"), reply,
+                    "result.checkpoint");
+        } catch (WireFrame.FramingException e) {
+            throw engine.violation("capture", e.getMessage() + " (WIRE.md §5.1)");
+        }
+        if (cp == null) {
+            throw engine.violation("capture", "result.checkpoint is missing (WIRE.md §5)");
+        }
+        return cp;
+    }
+
+    @Override
+    public boolean isClosed() {
+        return closed;
+    }
+
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        if (lost == null && engine.alive()) {
+            try {
+                call("close", args(), List.of());
+            } catch (MtpException ignored) {
+                // close never fails for the caller; an engine failure here shows up on the next call
+            }
+        }
+    }
+}

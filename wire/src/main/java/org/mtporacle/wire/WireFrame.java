@@ -1,0 +1,217 @@
+package org.mtporacle.wire;
+
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.mtporacle.api.DType;
+import org.mtporacle.api.HostTensor;
+
+import java.io.ByteArrayOutputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * One frame of {@code mtp-oracle-wire/1} (WIRE.md §2): a JSON header on one line, then the raw little-endian bytes of
+ * every tensor its {@code tensors} list describes, in order, without padding.
+ *
+ * @param header  the header object
+ * @param tensors the payload's tensors, index {@code i} referenced in the header as {@code {"tensor": i}}
+ */
+public record WireFrame(ObjectNode header, List<HostTensor> tensors) {
+    /** The protocol version this code speaks. */
+    public static final String PROTOCOL = "mtp-oracle-wire/1";
+
+    /** The longest header line accepted (WIRE.md §2). */
+    public static final int MAX_HEADER_BYTES = 16 << 20;
+
+    static final ObjectMapper JSON = new ObjectMapper()
+            .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
+
+    private static final int CHUNK = 1 << 16;
+
+    public WireFrame {
+        tensors = List.copyOf(tensors);
+    }
+
+    /** A frame that is not well-formed: the stream cannot be trusted after it. */
+    public static final class FramingException extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        public FramingException(String message) {
+            super(message);
+        }
+    }
+
+    /**
+     * Reads one frame, or returns null at a clean end of stream (before the first header byte).
+     *
+     * @throws FramingException when the bytes are not a frame (not JSON, no object, bad tensor list, short payload)
+     */
+    public static WireFrame read(InputStream in) throws IOException {
+        byte[] line = readLine(in);
+        if (line == null) {
+            return null;
+        }
+        JsonNode node;
+        try {
+            node = JSON.readTree(line);
+        } catch (JsonProcessingException e) {
+            throw new FramingException("not a frame header (one JSON object per line expected): " + preview(line)
+                    + " (" + e.getOriginalMessage() + ")");
+        }
+        if (!(node instanceof ObjectNode header)) {
+            throw new FramingException("not a frame header (a JSON object expected): " + preview(line));
+        }
+        List<HostTensor> tensors = new ArrayList<>();
+        JsonNode list = header.get("tensors");
+        if (list != null && !list.isNull()) {
+            if (!list.isArray()) {
+                throw new FramingException("header field tensors is " + list.getNodeType() + ", expected an array");
+            }
+            for (int i = 0; i < list.size(); i++) {
+                tensors.add(readTensor(in, list.get(i), i));
+            }
+        }
+        return new WireFrame(header, tensors);
+    }
+
+    /** Writes {@code header} (with its {@code tensors} list set from {@code tensors}) and the payload; flushes. */
+    public static void write(OutputStream out, ObjectNode header, List<HostTensor> tensors) throws IOException {
+        if (!tensors.isEmpty()) {
+            ArrayNode list = header.putArray("tensors");
+            for (HostTensor t : tensors) {
+                ObjectNode d = list.addObject();
+                d.put("dtype", t.dtype().safetensorsName());
+                ArrayNode shape = d.putArray("shape");
+                for (int s : t.shape()) {
+                    shape.add(s);
+                }
+                d.put("nbytes", t.byteSize());
+            }
+        }
+        byte[] head = JSON.writeValueAsBytes(header);
+        byte[] buf = new byte[CHUNK];
+        int n = 0;
+        if (head.length + 1 <= CHUNK) {
+            System.arraycopy(head, 0, buf, 0, head.length);
+            n = head.length;
+        } else {
+            out.write(head);
+        }
+        buf[n++] = '\n';
+        for (HostTensor t : tensors) {
+            MemorySegment data = t.data();
+            long size = data.byteSize();
+            for (long off = 0; off < size; ) {
+                if (n == CHUNK) {
+                    out.write(buf, 0, n);
+                    n = 0;
+                }
+                int len = (int) Math.min(CHUNK - n, size - off);
+                MemorySegment.copy(data, ValueLayout.JAVA_BYTE, off, buf, n, len);
+                n += len;
+                off += len;
+            }
+        }
+        out.write(buf, 0, n);
+        out.flush();
+    }
+
+    /** The tensor a header value {@code {"tensor": i}} refers to; null for JSON null or absent. */
+    public HostTensor tensorAt(JsonNode ref, String field) throws FramingException {
+        if (ref == null || ref.isNull()) {
+            return null;
+        }
+        JsonNode i = ref.get("tensor");
+        if (!ref.isObject() || i == null || !i.canConvertToInt() || i.asInt() < 0 || i.asInt() >= tensors.size()) {
+            throw new FramingException(field + " = " + ref + " is not a reference {\"tensor\": i} to one of the "
+                    + tensors.size() + " tensors of the frame");
+        }
+        return tensors.get(i.asInt());
+    }
+
+    private static HostTensor readTensor(InputStream in, JsonNode d, int index) throws IOException {
+        String where = "tensors[" + index + "]";
+        JsonNode dt = d.get("dtype");
+        DType dtype = dt == null || !dt.isTextual() ? null : DType.fromSafetensorsName(dt.asText());
+        if (dtype == null) {
+            throw new FramingException(where + ".dtype = " + dt + ", expected one of F64 F32 F16 BF16 I64 I32 I16 "
+                    + "I8 U32 U16 U8 BOOL");
+        }
+        JsonNode sh = d.get("shape");
+        if (sh == null || !sh.isArray() || sh.size() > 16) {
+            throw new FramingException(where + ".shape = " + sh + ", expected an array of at most 16 dims");
+        }
+        int[] shape = new int[sh.size()];
+        long count = 1;
+        for (int i = 0; i < shape.length; i++) {
+            JsonNode v = sh.get(i);
+            if (!v.canConvertToInt() || !v.isIntegralNumber() || v.asInt() < 0) {
+                throw new FramingException(where + ".shape[" + i + "] = " + v + ", expected an int ≥ 0");
+            }
+            shape[i] = v.asInt();
+            count = Math.multiplyHigh(count, shape[i]) != 0 ? -1 : count * shape[i];
+            if (count < 0 || count > Integer.MAX_VALUE) {
+                throw new FramingException(where + ".shape " + sh + " has more than 2^31 elements");
+            }
+        }
+        long expected = count * dtype.byteSize();
+        JsonNode nb = d.get("nbytes");
+        if (nb == null || !nb.isIntegralNumber() || nb.asLong() != expected) {
+            throw new FramingException(where + ".nbytes = " + nb + ", expected " + expected + " for " + dtype + " "
+                    + sh);
+        }
+        if (expected > Integer.MAX_VALUE - 8) {
+            throw new FramingException(where + " has " + expected + " bytes, more than one frame may carry");
+        }
+        byte[] bytes = in.readNBytes((int) expected);
+        if (bytes.length != expected) {
+            throw new FramingException(where + ": the stream ended after " + bytes.length + " of " + expected
+                    + " payload bytes");
+        }
+        return HostTensor.view(dtype, shape, MemorySegment.ofArray(bytes));
+    }
+
+    private static byte[] readLine(InputStream in) throws IOException {
+        ByteArrayOutputStream line = new ByteArrayOutputStream(256);
+        int b = in.read();
+        if (b < 0) {
+            return null;
+        }
+        while (b != '\n') {
+            if (b < 0) {
+                throw new EOFException("the stream ended inside a header: " + preview(line.toByteArray()));
+            }
+            if (line.size() >= MAX_HEADER_BYTES) {
+                throw new FramingException("a header line is longer than " + MAX_HEADER_BYTES + " bytes");
+            }
+            line.write(b);
+            b = in.read();
+        }
+        return line.toByteArray();
+    }
+
+    /** The first bytes of {@code bytes} as printable text, for messages. */
+    static String preview(byte[] bytes) {
+        String s = new String(bytes, 0, Math.min(bytes.length, 120), StandardCharsets.UTF_8);
+        StringBuilder b = new StringBuilder("'");
+        s.codePoints().forEach(c -> {
+            if (c >= 0x20 && c != 0x7f && c != '\\' && c != '\'' && c != 0xfffd) {
+                b.appendCodePoint(c);
+            } else {
+                b.append(String.format("\\x%02x", c & 0xff));
+            }
+        });
+        return b.append(bytes.length > 120 ? "…'" : "'").toString();
+    }
+}
