@@ -32,7 +32,7 @@ import mtp_wire  # noqa: E402
 from mtp_wire import errors as E  # noqa: E402
 
 PROFILES = {"float32": ("f32", 1e-4, 1e-9, 0), "float64": ("f32", 1e-4, 1e-9, 0),
-            "bfloat16": ("bf16", 0.08, 2e-3, 1e-5)}
+            "bfloat16": ("bf16", 0.15, 2e-3, 1e-5)}
 
 
 def import_transformers():

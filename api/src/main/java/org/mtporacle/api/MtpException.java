@@ -23,7 +23,7 @@ public final class MtpException extends RuntimeException {
         ILLEGAL_STATE,
         /** A checkpoint has the wrong schema, alignment, shapes, dtypes or model identity (spec §6). */
         INCOMPATIBLE_CHECKPOINT,
-        /** A model directory or config does not describe a supported Qwen3.5 MTP block (spec §1.3, §11.4, §11.9). */
+        /** A model directory or config does not describe a supported Qwen3.5 MTP block (spec §1.3, §11.4, §12). */
         INCOMPATIBLE_MODEL,
         /** A file is malformed: truncated, bad header, overlapping tensors, bad JSON. */
         MALFORMED_FILE,

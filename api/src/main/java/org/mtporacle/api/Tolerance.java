@@ -34,10 +34,13 @@ public record Tolerance(String name, double tokenGap, double kvNmse, double hidd
 
     /**
      * A backend computing activations in bf16 (MLX "native" precision on bf16 weights, spec §10.2.11): bf16 keeps 8
-     * significant bits, so per-element errors near 2^-9 relative give NMSE around 1e-5 after a few layers; log-probs
-     * move by a few hundredths; a bf16 backend may round the retained hidden, hence 1e-5.
+     * significant bits, so per-element errors near 2^-9 relative give NMSE around 1e-5 after a few layers; a bf16
+     * backend may round the retained hidden, hence 1e-5. The token gap is derived from measured data
+     * (conformance/SPEC.md, "Deriving the near-tie allowance"): MLX's log-prob error on the bundled fixtures, CPU and
+     * GPU, fits a normal error of σ 0.022–0.029, which needs 0.11–0.146 for a 10,000-chain campaign to fail a
+     * conforming backend with probability about 1e-3.
      */
-    public static final Tolerance BF16 = new Tolerance("bf16", 0.08, 2e-3, 1e-5);
+    public static final Tolerance BF16 = new Tolerance("bf16", 0.15, 2e-3, 1e-5);
 
     /** The built-in profiles, tightest first. */
     public static final List<Tolerance> BUILT_IN = List.of(EXACT, F32, BF16);

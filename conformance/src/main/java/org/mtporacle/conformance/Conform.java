@@ -123,7 +123,8 @@ public final class Conform {
                     : ConformReport.Status.FAILED, "", r.chainsRun(), r.passed(), r.seconds(),
                     new ConformReport.Stats(st.comparedTokens(), st.nearTies(), st.comparedCheckpoints(),
                             st.maxKvNmse(), st.maxHiddenNmse(), st.badCalls(), st.maxNearTieGap(),
-                            java.util.Arrays.stream(st.nearTieBins()).boxed().toList()), failures);
+                            java.util.Arrays.stream(st.nearTieBins()).boxed().toList(),
+                            ConformReport.GapData.of(st.gaps())), failures);
         }
     }
 
@@ -131,7 +132,7 @@ public final class Conform {
                                                    Tolerance tol, String reason) {
         return new ConformReport.Entry(b.name(), p.label(), p.options(), fx.name(), fx.describe(), model.identity(),
                 tol, "", ConformReport.Status.UNAVAILABLE, reason, 0, 0, 0,
-                new ConformReport.Stats(0, 0, 0, 0, 0, 0, 0), List.of());
+                ConformReport.Stats.none(), List.of());
     }
 
     static String version() {

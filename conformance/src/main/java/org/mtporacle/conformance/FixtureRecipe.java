@@ -28,14 +28,19 @@ public record FixtureRecipe(String name, String preset, long seed, FixtureModels
             new FixtureRecipe("tiny", "tiny", 1, FixtureModels.Layout.HF, DType.BF16, 0, 0),
             new FixtureRecipe("tiny-q4", "tiny", 2, FixtureModels.Layout.COMPANION, DType.BF16, 4, 32),
             new FixtureRecipe("small", "small", 3, FixtureModels.Layout.HF, DType.BF16, 0, 0),
-            new FixtureRecipe("small-q4", "small", 4, FixtureModels.Layout.COMPANION, DType.BF16, 4, 64));
+            new FixtureRecipe("small-q4", "small", 4, FixtureModels.Layout.COMPANION, DType.BF16, 4, 64),
+            new FixtureRecipe("tiny-moe", "tiny-moe", 9, FixtureModels.Layout.HF, DType.BF16, 0, 0),
+            new FixtureRecipe("tiny-moe-q4", "tiny-moe", 10, FixtureModels.Layout.COMPANION, DType.BF16, 4, 32),
+            new FixtureRecipe("small-moe", "small-moe", 11, FixtureModels.Layout.HF, DType.BF16, 0, 0),
+            new FixtureRecipe("small-moe-q4", "small-moe", 12, FixtureModels.Layout.COMPANION, DType.BF16, 4, 64));
 
     /** Further named recipes (available with {@code --fixture}, not run by default). */
     public static final List<FixtureRecipe> EXTRA = List.of(
             new FixtureRecipe("tiny-f32", "tiny", 5, FixtureModels.Layout.HF, DType.F32, 0, 0),
             new FixtureRecipe("tiny-q8", "tiny", 6, FixtureModels.Layout.COMPANION, DType.BF16, 8, 32),
             new FixtureRecipe("qwen3.5-0.8b", "qwen3.5-0.8b", 7, FixtureModels.Layout.HF, DType.BF16, 0, 0),
-            new FixtureRecipe("qwen3.5-0.8b-q4", "qwen3.5-0.8b", 8, FixtureModels.Layout.COMPANION, DType.BF16, 4, 64));
+            new FixtureRecipe("qwen3.5-0.8b-q4", "qwen3.5-0.8b", 8, FixtureModels.Layout.COMPANION, DType.BF16, 4, 64),
+            new FixtureRecipe("tiny-moe-q4-per-expert", "tiny-moe", 13, FixtureModels.Layout.HF, DType.BF16, 4, 32));
 
     /** The recipe called {@code name}. */
     public static FixtureRecipe named(String name) {

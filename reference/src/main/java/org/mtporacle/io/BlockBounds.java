@@ -10,6 +10,7 @@ import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.LinearWeight;
+import org.mtporacle.api.MlpWeights;
 import org.mtporacle.api.MtpConfig;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpWeights;
@@ -74,20 +75,37 @@ final class BlockBounds {
         sumOfSquares("h1", h, h1, "layers.0.self_attn.o_proj", in);
         // 8–9. y = h1 + down(silu(gate(n)) ⊙ up(n)), n = RMSNorm(h1)
         double n = h * max(w.postAttentionNorm());
-        double g = max(w.gateProj()) * n;
-        double u = max(w.upProj()) * n;
-        check("gate_proj output", g, "layers.0.mlp.gate_proj", in);
-        check("up_proj output", u, "layers.0.mlp.up_proj", in);
-        double act = g * u;
-        check("silu(gate) ⊙ up", act, "layers.0.mlp.gate_proj/up_proj", in);
-        double mlp = max(w.downProj()) * c.intermediateSize() * act;
-        check("down_proj output", mlp, "layers.0.mlp.down_proj", in);
+        double mlp = switch (w.mlp()) {
+            case MlpWeights.Dense dense -> swiGlu(dense, n, "layers.0.mlp", in);
+            case MlpWeights.Moe moe -> {
+                // routing weights are probabilities (Σ ≤ 1) and σ(gate) ≤ 1: the worst expert plus the shared one
+                check("router logits", max(moe.router()) * n, "layers.0.mlp.gate", in);
+                double worst = 0;
+                for (int e = 0; e < moe.experts().size(); e++) {
+                    worst = Math.max(worst, swiGlu(moe.experts().get(e), n, "layers.0.mlp.experts." + e, in));
+                }
+                yield worst + swiGlu(moe.sharedExpert(), n, "layers.0.mlp.shared_expert", in);
+            }
+        };
         double y = h1 + mlp;
         check("y = h1 + MLP", y, "layers.0.mlp.down_proj", in);
         sumOfSquares("y", h, y, "layers.0.mlp.down_proj", in);
         // 10. Y = RMSNorm(y); logits = head · Y, and their differences in log-softmax
         double logits = max(w.head()) * h * max(w.finalNorm());
         check("logits (twice, for log-softmax differences)", 2 * logits, "head", in);
+    }
+
+    /** The worst |output| of {@code down(silu(gate(n)) ⊙ up(n))} for an input of L1 norm {@code n}. */
+    private static double swiGlu(MlpWeights.Dense m, double n, String name, String in) {
+        double g = max(m.gateProj()) * n;
+        double u = max(m.upProj()) * n;
+        check("gate_proj output", g, name + ".gate_proj", in);
+        check("up_proj output", u, name + ".up_proj", in);
+        double act = g * u;
+        check("silu(gate) ⊙ up", act, name + ".gate_proj/up_proj", in);
+        double out = max(m.downProj()) * m.width() * act;
+        check("down_proj output", out, name + ".down_proj", in);
+        return out;
     }
 
     private static void check(String what, double bound, String weight, String in) {

@@ -25,7 +25,9 @@ import org.mtporacle.api.MtpException;
  * the target's embedding (and {@code lm_head} when untied) in {@value ShardedTensorStore#TARGET_HEAD_FILE}, and a
  * {@code config.json} with {@code model_type} {@value ModelConfigReader#COMPANION_MODEL_TYPE}. With {@code bits > 0}
  * every linear (and the embedding and head) is MLX affine ({@link AffineQuantizer}) except the modules kept dense,
- * which the config's {@code quantization} block lists as {@code "MODULE": false}.
+ * which the config's {@code quantization} block lists as {@code "MODULE": false}. A MoE layer's fused experts are
+ * written per expert ({@code layers.0.mlp.experts.{e}.*_proj.weight}), so each expert is quantized on its own; its
+ * router and shared-expert gate stay dense (spec §12.2).
  */
 public final class CompanionConverter {
     private static final List<String> EMBEDDING_NAMES = List.of("model.language_model.embed_tokens.weight",
@@ -98,7 +100,11 @@ public final class CompanionConverter {
             for (String n : mtpNames) {
                 mtp.put(n.substring(4), store.tensor(n));
             }
-            mtp = NormFolding.fold(mtp);
+            mtp = MoeLayout.splitFused(NormFolding.fold(mtp));
+            Set<String> keep = new TreeSet<>(o.keep());
+            if (o.bits() != 0) {
+                keep.addAll(MoeLayout.keptDense(mtp.keySet()));
+            }
             Map<String, HostTensor> head = new LinkedHashMap<>();
             String emb = EMBEDDING_NAMES.stream().filter(store::contains).findFirst().orElseThrow();
             head.put("embed_tokens.weight", store.tensor(emb));
@@ -115,6 +121,7 @@ public final class CompanionConverter {
                     }
                 });
             }
+            o = new Options(o.bits(), o.groupSize(), keep);
             for (String k : o.keep()) {
                 if (!modules.contains(k)) {
                     throw MtpException.invalidArgument("convert: --keep " + k + " is not a module of this model "

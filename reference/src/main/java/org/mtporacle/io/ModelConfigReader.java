@@ -71,7 +71,28 @@ public final class ModelConfigReader {
         }
         QuantizationConfig quant = q != null && q.isObject() ? QuantizationConfig.parse(q) : null;
         return new ModelConfig(modelType, isNested ? text(text.get("model_type")) : null, layout, tie, hidden, heads,
-                kvHeads, headDim, partial, theta, eps, vocab, intermediate, quant);
+                kvHeads, headDim, partial, theta, eps, vocab, intermediate, quant, moe(text, prefix, source));
+    }
+
+    /** The MoE fields (spec §12.1), or null when {@code num_experts} is absent or 0. */
+    private static ModelConfig.Moe moe(JsonNode text, String prefix, String source) {
+        Integer experts = optionalInteger(text, "num_experts", prefix, source);
+        if (experts == null || experts == 0) {
+            return null;
+        }
+        if (experts < 0) {
+            throw MtpException.incompatibleModel("config " + source + ": " + prefix + "num_experts = " + experts
+                    + ", expected a positive integer (spec §12.1)");
+        }
+        JsonNode norm = text.get("norm_topk_prob");
+        if (norm != null && !norm.isNull() && !norm.isBoolean()) {
+            throw MtpException.incompatibleModel("config " + source + ": " + prefix + "norm_topk_prob = " + norm
+                    + ", expected true or false (spec §12.1)");
+        }
+        return new ModelConfig.Moe(experts, optionalInteger(text, "num_experts_per_tok", prefix, source),
+                optionalInteger(text, "moe_intermediate_size", prefix, source),
+                optionalInteger(text, "shared_expert_intermediate_size", prefix, source),
+                norm == null || norm.isNull() || norm.booleanValue());
     }
 
     /** {@code path} without a leading {@code mtp.} (spec §11.5). */

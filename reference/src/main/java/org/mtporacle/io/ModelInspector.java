@@ -7,11 +7,13 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 
 import org.mtporacle.api.LinearWeight;
+import org.mtporacle.api.MlpWeights;
 import org.mtporacle.api.MtpConfig;
 import org.mtporacle.api.MtpModel;
 import org.mtporacle.api.MtpWeights;
@@ -22,6 +24,34 @@ import org.mtporacle.api.MtpWeights;
  */
 public final class ModelInspector {
     private ModelInspector() {
+    }
+
+    /**
+     * The MLP (spec §1.4 step 8, §12): {@code "dense"} or {@code "moe"} with its router and experts.
+     *
+     * @param kind           {@code "dense"} or {@code "moe"}
+     * @param expertLayout   {@code per-expert}, {@code fused} or {@code stacked}; null when dense
+     * @param experts        E (0 when dense)
+     * @param topK           K (0 when dense)
+     * @param normTopK       whether the chosen probabilities are renormalised
+     * @param width          I, or the experts' width
+     * @param sharedWidth    the shared expert's width (0 when dense)
+     * @param expertStorage  each distinct storage of the routed experts' linears with its count, e.g.
+     *                       {@code {"affine 4-bit, group 32": 24}}
+     * @param routerStorage  the router's storage; null when dense
+     * @param tokenBytes     MLP bytes one token reads (router, K experts, shared expert and gate; or the dense MLP)
+     */
+    public record MlpSummary(String kind, String expertLayout, int experts, int topK, boolean normTopK, int width,
+                             int sharedWidth, Map<String, Integer> expertStorage, String routerStorage,
+                             long tokenBytes) {
+        String toText() {
+            if (kind.equals("dense")) {
+                return "mlp: dense, I=" + width + "\n";
+            }
+            return String.format(Locale.ROOT, "mlp: moe, %d experts (%s), top-%d%s, expert I=%d, shared I=%d%n"
+                    + "experts: %s%nrouter: %s; %d bytes per token%n", experts, expertLayout, topK,
+                    normTopK ? " renormalised" : "", width, sharedWidth, expertStorage, routerStorage, tokenBytes);
+        }
     }
 
     /** One stored tensor. */
@@ -37,7 +67,8 @@ public final class ModelInspector {
      * @param targetParameters logical parameters of the embedding and, when untied, the head
      */
     public record Report(String path, String kind, String layout, String normConvention, String quantization,
-                         MtpConfig config, String identity, Long mtpParameters, Long targetParameters,
+                         MtpConfig config, MlpSummary mlp, String identity, Long mtpParameters,
+                         Long targetParameters,
                          Map<String, Long> bytesByDtype, Map<String, String> metadata, List<TensorRow> tensors,
                          List<String> warnings) {
 
@@ -53,6 +84,7 @@ public final class ModelInspector {
                         config.hiddenSize(), config.numHeads(), config.numKvHeads(), config.headDim(),
                         config.rotaryDims(), config.ropeTheta(), config.rmsNormEps(), config.vocabSize(),
                         config.intermediateSize()));
+                sb.append(mlp.toText());
                 sb.append("parameters: mtp ").append(mtpParameters).append(", target head ").append(targetParameters)
                         .append('\n');
                 sb.append("identity: ").append(identity).append('\n');
@@ -100,7 +132,7 @@ public final class ModelInspector {
         }
         MtpWeights w = model.weights();
         long mtp = linear(w.fc()) + linear(w.qProj()) + linear(w.kProj()) + linear(w.vProj()) + linear(w.oProj())
-                + linear(w.gateProj()) + linear(w.upProj()) + linear(w.downProj()) + w.preFcNormEmbedding().length
+                + parameters(w.mlp()) + w.preFcNormEmbedding().length
                 + w.preFcNormHidden().length + w.inputNorm().length + w.qNorm().length + w.kNorm().length
                 + w.postAttentionNorm().length + w.finalNorm().length;
         long target = linear(w.embedding()) + (w.head() == w.embedding() ? 0 : linear(w.head()));
@@ -110,8 +142,10 @@ public final class ModelInspector {
                 + (cfg.quantization().overrides().isEmpty() ? "" : ", overrides " + String.join(", ",
                 cfg.quantization().overrides().entrySet().stream().map(e -> e.getKey() + " "
                         + (e.getValue() == null ? "dense" : e.getValue())).toList()));
-        return new Report(path.toString(), "model", model.layout(), norms, quant, model.config(), model.identity(), mtp,
-                target, bytes, metadata, rows, model.warnings());
+        Set<String> names = new java.util.TreeSet<>();
+        rows.forEach(r -> names.add(r.name().startsWith("mtp.") ? r.name().substring(4) : r.name()));
+        return new Report(path.toString(), "model", model.layout(), norms, quant, model.config(),
+                summary(w.mlp(), names), model.identity(), mtp, target, bytes, metadata, rows, model.warnings());
     }
 
     /** Inspects one safetensors file: metadata, tensors and bytes per dtype. */
@@ -122,8 +156,8 @@ public final class ModelInspector {
         try (SafetensorsFile f = SafetensorsFile.open(file)) {
             addRows(f, file.toAbsolutePath().getParent(), rows, bytes, metadata);
         }
-        return new Report(file.toString(), "safetensors", null, null, null, null, null, null, null, bytes, metadata,
-                rows, List.of());
+        return new Report(file.toString(), "safetensors", null, null, null, null, null, null, null, null, bytes,
+                metadata, rows, List.of());
     }
 
     private static void addRows(TensorStore store, Path base, List<TensorRow> rows, Map<String, Long> bytes,
@@ -137,6 +171,44 @@ public final class ModelInspector {
                     t.byteSize(), base.toAbsolutePath().relativize(store.fileOf(name).toAbsolutePath()).toString()));
             bytes.merge(t.dtype().safetensorsName(), t.byteSize(), Long::sum);
         }
+    }
+
+    private static MlpSummary summary(MlpWeights mlp, Set<String> names) {
+        return switch (mlp) {
+            case MlpWeights.Dense d -> new MlpSummary("dense", null, 0, 0, false, d.width(), 0, Map.of(), null,
+                    d.tokenBytes());
+            case MlpWeights.Moe m -> {
+                Map<String, Integer> storage = new TreeMap<>();
+                for (MlpWeights.Dense e : m.experts()) {
+                    for (LinearWeight l : List.of(e.gateProj(), e.upProj(), e.downProj())) {
+                        storage.merge(storage(l), 1, Integer::sum);
+                    }
+                }
+                yield new MlpSummary("moe", String.valueOf(MoeLayout.kind(names)), m.numExperts(), m.topK(),
+                        m.normTopK(), m.expertWidth(), m.sharedExpert().width(), storage, storage(m.router()),
+                        m.tokenBytes());
+            }
+        };
+    }
+
+    private static String storage(LinearWeight w) {
+        return switch (w) {
+            case LinearWeight.Dense d -> "dense " + d.weight().dtype().safetensorsName();
+            case LinearWeight.Affine a -> "affine " + a.bits() + "-bit, group " + a.groupSize();
+        };
+    }
+
+    private static long parameters(MlpWeights mlp) {
+        return switch (mlp) {
+            case MlpWeights.Dense d -> linear(d.gateProj()) + linear(d.upProj()) + linear(d.downProj());
+            case MlpWeights.Moe m -> {
+                long sum = linear(m.router()) + parameters(m.sharedExpert()) + linear(m.sharedExpertGate());
+                for (MlpWeights.Dense e : m.experts()) {
+                    sum += parameters(e);
+                }
+                yield sum;
+            }
+        };
     }
 
     private static long linear(LinearWeight w) {

@@ -18,6 +18,7 @@ import java.util.TreeMap;
 
 import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.LinearWeight;
+import org.mtporacle.api.MlpWeights;
 import org.mtporacle.api.MtpConfig;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
@@ -35,7 +36,8 @@ import org.mtporacle.api.MtpWeights;
  *   {@value #TARGET_DIR}/ subdirectory holding the target model (its own {@code config.json} optional).</li>
  * </ul>
  * A linear with {@code <path>.scales} is MLX affine with the spec of its companion-relative module path. Shapes are
- * checked against the config; {@code I} comes from {@code mlp.gate_proj} and {@code V} from the embedding.
+ * checked against the config; {@code I} comes from {@code mlp.gate_proj} (for a MoE layer, the experts' width) and
+ * {@code V} from the embedding. A MoE MTP layer comes in three layouts ({@link MoeLayout}, spec §12.2).
  */
 public final class ModelLoader {
     /** The companion's optional target model subdirectory. */
@@ -58,8 +60,9 @@ public final class ModelLoader {
      * that file).
      *
      * @throws MtpException INCOMPATIBLE_MODEL for a missing config, tensor or quantization spec, a shape mismatch, an
-     *                      undeterminable layout, a MoE MTP layer, a NaN or infinite weight or finite weights that
-     *                      could overflow the block's f32 arithmetic ({@link BlockBounds}); MALFORMED_FILE for a
+     *                      undeterminable layout, an inconsistent MoE layer (spec §12.2), a NaN or infinite weight
+     *                      or finite weights that could overflow the block's f32 arithmetic ({@link BlockBounds});
+     *                      MALFORMED_FILE for a
      *                      malformed file
      */
     public static MtpModel load(Path path) {
@@ -76,7 +79,6 @@ public final class ModelLoader {
         TensorStore store = isDir ? ShardedTensorStore.open(dir, true) : SafetensorsFile.open(path, true);
         String layout = detectLayout(cfg, store, dir);
         String prefix = layout.equals("hf") ? "mtp." : "";
-        checkNotMoe(store, prefix, dir);
         Map<String, HostTensor> mtp = new TreeMap<>();
         for (String name : store.names()) {
             if (name.startsWith(prefix) && (layout.equals("hf") || !isTargetName(name))) {
@@ -89,7 +91,8 @@ public final class ModelLoader {
         TargetHead head = layout.equals("hf") ? hfHead(store, cfg, dir) : companionHead(dir, cfg);
         Blocks blocks = new Blocks(mtp, prefix, dir, cfg.quantization());
         MtpWeights weights = assemble(cfg, blocks, head.embedding(), head.head());
-        MtpConfig config = cfg.toMtpConfig(weights.embedding().outFeatures(), weights.gateProj().outFeatures());
+        int inter = weights.mlp() instanceof MlpWeights.Moe moe ? moe.expertWidth() : weights.gateProj().outFeatures();
+        MtpConfig config = cfg.toMtpConfig(weights.embedding().outFeatures(), inter);
         BlockBounds.require(config, weights, dir);
         List<String> warnings = new ArrayList<>(head.warnings());
         String suspicious = NormFolding.suspiciousNorm(layout, weights.preFcNormEmbedding());
@@ -100,7 +103,7 @@ public final class ModelLoader {
         for (Path f : store.files()) {
             files.put(f.getFileName().toString(), f);
         }
-        String identity = identity(cfg.fingerprint(config) + ";layout=" + layout, files);
+        String identity = identity(cfg.fingerprint(config, weights.mlp()) + ";layout=" + layout, files);
         return new MtpModel(config, weights, identity, path.toString(), layout, warnings);
     }
 
@@ -118,8 +121,7 @@ public final class ModelLoader {
         int nh = cfg.numHeads();
         int nkv = cfg.numKvHeads();
         int d = cfg.headDim();
-        LinearWeight gate = b.linear("layers.0.mlp.gate_proj");
-        int inter = gate.outFeatures();
+        MlpWeights mlp = MoeLayout.isMoe(b.tensors().keySet()) ? MoeLayout.load(cfg, b) : denseMlp(b, h);
         int v = embedding.outFeatures();
         if (cfg.vocabSize() != null && cfg.vocabSize() != v) {
             throw MtpException.incompatibleModel("load: embedding has " + v + " rows, expected vocab_size = "
@@ -139,16 +141,20 @@ public final class ModelLoader {
                 b.norm("layers.0.self_attn.q_norm.weight", d),
                 b.norm("layers.0.self_attn.k_norm.weight", d),
                 b.norm("layers.0.post_attention_layernorm.weight", h),
-                b.linear("layers.0.mlp.gate_proj", inter, h),
-                b.linear("layers.0.mlp.up_proj", inter, h),
-                b.linear("layers.0.mlp.down_proj", h, inter),
+                mlp,
                 b.norm("norm.weight", h),
                 embedding,
                 head);
     }
 
+    private static MlpWeights.Dense denseMlp(Blocks b, int h) {
+        int inter = b.linear("layers.0.mlp.gate_proj").outFeatures();
+        return new MlpWeights.Dense(b.linear("layers.0.mlp.gate_proj", inter, h),
+                b.linear("layers.0.mlp.up_proj", inter, h), b.linear("layers.0.mlp.down_proj", h, inter));
+    }
+
     /** MTP tensors by companion-relative name; messages show the stored name ({@code prefix} + name). */
-    private record Blocks(Map<String, HostTensor> tensors, String prefix, Path dir, QuantizationConfig quant) {
+    record Blocks(Map<String, HostTensor> tensors, String prefix, Path dir, QuantizationConfig quant) {
         HostTensor require(String name) {
             HostTensor t = tensors.get(name);
             if (t == null) {
@@ -172,6 +178,19 @@ public final class ModelLoader {
             LinearWeight w = linear(path);
             checkShape(prefix + path + ".weight", w, out, in);
             return w;
+        }
+
+        /** A linear from explicit tensors (a slice of a stacked expert tensor), quantized per {@code path}'s spec. */
+        LinearWeight linear(String path, HostTensor weight, HostTensor scales, HostTensor biases) {
+            Map<String, HostTensor> one = new TreeMap<>();
+            one.put(path + ".weight", weight);
+            if (scales != null) {
+                one.put(path + ".scales", scales);
+            }
+            if (biases != null) {
+                one.put(path + ".biases", biases);
+            }
+            return ModelLoader.linear(one::get, path, prefix, dir, quant);
         }
 
         LinearWeight linear(String path) {
@@ -218,7 +237,7 @@ public final class ModelLoader {
         }
     }
 
-    private static void checkShape(String name, LinearWeight w, int out, int in) {
+    static void checkShape(String name, LinearWeight w, int out, int in) {
         if (w.outFeatures() != out || w.inFeatures() != in) {
             throw MtpException.incompatibleModel("load: tensor '" + name + "' has logical shape [" + w.outFeatures()
                     + ", " + w.inFeatures() + "], expected [" + out + ", " + in + "] (spec §1.2)");
@@ -242,17 +261,6 @@ public final class ModelLoader {
                     + ", and no tensor has the 'mtp.' prefix of a raw HF checkpoint (spec §11.4)");
         }
         return "hf";
-    }
-
-    private static void checkNotMoe(TensorStore store, String prefix, Path dir) {
-        List<String> moe = store.names().stream().filter(n -> n.startsWith(prefix))
-                .filter(n -> n.contains("mlp.experts.") || n.contains("mlp.gate.weight")
-                        || n.contains("shared_expert")).toList();
-        if (!moe.isEmpty()) {
-            throw MtpException.incompatibleModel("load: unsupported: MoE MTP layer in " + dir + " (spec §11.9); found "
-                    + moe.size() + " expert tensors: " + String.join(", ", moe.subList(0, Math.min(6, moe.size())))
-                    + (moe.size() > 6 ? ", …" : ""));
-        }
     }
 
     private static boolean isTargetName(String name) {

@@ -34,6 +34,36 @@ class ModelInspectorTest {
     }
 
     @Test
+    void moeFixturesInEveryLayoutShowExpertsTopKAndPerExpertQuantization() throws Exception {
+        // tiny-moe: H=64, E=8, K=2, expert I=32, shared I=32
+        long moeParams = 8 * 64 + 8 * 3 * 32 * 64 + 3 * 32 * 64 + 64;
+        long attention = 64 * 128 + 128 * 64 + 2 * 32 * 64 + 64 * 64 + 5 * 64 + 2 * 16;
+        Object[][] cases = {
+                {FixtureModels.Layout.HF, 0, "fused", "dense BF16"},
+                {FixtureModels.Layout.HF, 4, "per-expert", "affine 4-bit, group 32"},
+                {FixtureModels.Layout.COMPANION, 4, "stacked", "affine 4-bit, group 32"},
+                {FixtureModels.Layout.COMPANION, 0, "stacked", "dense BF16"}};
+        for (Object[] c : cases) {
+            Path m = FixtureModels.write("tiny-moe", 3, tmp.resolve("moe-" + c[0] + c[1]),
+                    (FixtureModels.Layout) c[0], DType.BF16, (Integer) c[1], 32);
+            ModelInspector.Report r = ModelInspector.inspect(m);
+            ModelInspector.MlpSummary mlp = r.mlp();
+            assertThat(mlp.kind()).isEqualTo("moe");
+            assertThat(mlp.expertLayout()).as("%s", c[0]).isEqualTo(c[2]);
+            assertThat(mlp.experts()).isEqualTo(8);
+            assertThat(mlp.topK()).isEqualTo(2);
+            assertThat(mlp.width()).isEqualTo(32);
+            assertThat(mlp.sharedWidth()).isEqualTo(32);
+            assertThat(mlp.expertStorage()).as("%s", c[0]).containsExactly(java.util.Map.entry((String) c[3], 24));
+            assertThat(mlp.routerStorage()).isEqualTo("dense BF16");
+            assertThat(r.mtpParameters()).isEqualTo(attention + moeParams);
+            assertThat(r.toText()).contains("mlp: moe, 8 experts (" + c[2] + "), top-2 renormalised",
+                    "experts: {" + c[3] + "=24}");
+            assertThat(SafetensorsFile.JSON.readTree(r.toJson()).get("mlp").get("topK").intValue()).isEqualTo(2);
+        }
+    }
+
+    @Test
     void loneSafetensorsFileReportListsTensorsOnly() {
         Path m = FixtureModels.write("tiny", 3, tmp.resolve("c"), FixtureModels.Layout.COMPANION, DType.F32, 0, 32);
         ModelInspector.Report r = ModelInspector.inspectFile(m.resolve("target_head.safetensors"));

@@ -262,7 +262,7 @@ class ModelLoaderTest {
     }
 
     @Test
-    void moeMtpLayerIsRefusedNamingTheExpertTensors() {
+    void aDenseMlpBesideMoeTensorsIsRefusedNamingBoth() {
         Path hf = FixtureModels.write("tiny", SEED, tmp.resolve("hf"), Layout.HF, DType.F32, 0, 32);
         Path bad = rewrite(hf, tmp.resolve("moe"), (s, w) -> {
             s.names().forEach(n -> w.add(n, s.tensor(n)));
@@ -271,8 +271,8 @@ class ModelLoaderTest {
         });
         assertThatThrownBy(() -> ModelLoader.load(bad)).isInstanceOfSatisfying(MtpException.class, e -> {
             assertThat(e.kind()).isEqualTo(MtpException.Kind.INCOMPATIBLE_MODEL);
-            assertThat(e.getMessage()).contains("unsupported: MoE MTP layer", "mtp.layers.0.mlp.experts.0.gate_proj",
-                    "mtp.layers.0.mlp.gate.weight");
+            assertThat(e.getMessage()).contains("'mtp.layers.0.mlp.gate_proj.weight' (a dense MLP) sits beside MoE",
+                    "§12.2");
         });
     }
 

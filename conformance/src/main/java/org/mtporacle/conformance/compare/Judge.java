@@ -10,6 +10,7 @@ import org.mtporacle.conformance.compare.Divergence.Kind;
 import org.mtporacle.conformance.compare.Divergence.TensorEvidence;
 import org.mtporacle.conformance.compare.Divergence.TokenEvidence;
 import org.mtporacle.conformance.compare.Divergence.ValueEvidence;
+import org.mtporacle.reference.sampling.DraftSampler;
 
 import java.util.Arrays;
 import java.util.Locale;
@@ -39,6 +40,7 @@ public final class Judge {
     private long comparedCheckpoints;
     private double maxKvNmse;
     private double maxHiddenNmse;
+    private final GapHistogram gaps = new GapHistogram();
 
     /**
      * @param vocab      V, the length of a log-prob row
@@ -67,6 +69,14 @@ public final class Judge {
                 nearTieBins.clone());
     }
 
+    /**
+     * The reference's gaps at every greedy position judged so far, agreeing and differing: the data the token
+     * allowance is derived from ({@link GapCalibration}).
+     */
+    public GapHistogram gaps() {
+        return gaps.copy();
+    }
+
     // ---- draft tokens ------------------------------------------------------------------------------------------
 
     /**
@@ -78,10 +88,19 @@ public final class Judge {
                             long step, String actualLabel, String expectedLabel) {
         comparedTokens++;
         if (actual == expected) {
+            if (sampler.isGreedy()) {
+                float runnerUp = DraftSampler.top2Gap(lp, off, vocab);
+                if (Float.isFinite(runnerUp)) {
+                    gaps.add(runnerUp, false);
+                }
+            }
             return null;
         }
         double gap = sampler.isGreedy() ? NearTie.logProbGap(lp, off, expected, actual)
                 : NearTie.seededGap(lp, off, vocab, sampler, step, actual);
+        if (sampler.isGreedy() && gap >= 0) {
+            gaps.add(gap, true);
+        }
         double allowance = tolerance.tokenGap();
         if (gap <= allowance) {
             nearTies++;

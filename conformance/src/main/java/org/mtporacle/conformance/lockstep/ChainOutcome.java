@@ -3,6 +3,7 @@ package org.mtporacle.conformance.lockstep;
 import org.mtporacle.conformance.compare.Judge;
 
 import org.mtporacle.conformance.chain.Action;
+import org.mtporacle.conformance.compare.GapHistogram;
 import org.mtporacle.conformance.compare.Divergence;
 
 import java.util.List;
@@ -23,18 +24,30 @@ public record ChainOutcome(long seed, List<Action> chain, int executed, Divergen
     /** Counts and worst values of the comparisons a chain made. */
     public record Stats(int comparedTokens, int nearTies, int comparedCheckpoints, double maxKvNmse,
                         double maxHiddenNmse, int badCalls, int skippedBadCalls, double maxNearTieGap,
-                        long[] nearTieBins) {
-        public static final Stats NONE = new Stats(0, 0, 0, 0, 0, 0, 0, 0, new long[Judge.NEAR_TIE_BINS]);
+                        long[] nearTieBins, GapHistogram gaps) {
+        public static final Stats NONE = new Stats(0, 0, 0, 0, 0, 0, 0, 0, new long[Judge.NEAR_TIE_BINS],
+                new GapHistogram());
+
+        public Stats {
+            gaps = gaps.copy();
+        }
+
+        @Override
+        public GapHistogram gaps() {
+            return gaps.copy();
+        }
 
         public Stats plus(Stats o) {
             long[] bins = nearTieBins.clone();
             for (int i = 0; i < bins.length; i++) {
                 bins[i] += o.nearTieBins[i];
             }
+            GapHistogram sum = gaps.copy();
+            sum.addAll(o.gaps);
             return new Stats(comparedTokens + o.comparedTokens, nearTies + o.nearTies,
                     comparedCheckpoints + o.comparedCheckpoints, Math.max(maxKvNmse, o.maxKvNmse),
                     Math.max(maxHiddenNmse, o.maxHiddenNmse), badCalls + o.badCalls,
-                    skippedBadCalls + o.skippedBadCalls, Math.max(maxNearTieGap, o.maxNearTieGap), bins);
+                    skippedBadCalls + o.skippedBadCalls, Math.max(maxNearTieGap, o.maxNearTieGap), bins, sum);
         }
     }
 }

@@ -76,7 +76,8 @@ public final class Lockstep {
         ChainOutcome.Stats stats() {
             Judge.Counts c = judge.counts();
             return new ChainOutcome.Stats((int) c.comparedTokens(), (int) c.nearTies(), (int) c.comparedCheckpoints(),
-                    c.maxKvNmse(), c.maxHiddenNmse(), badCalls, skippedBad, c.maxNearTieGap(), c.nearTieBins());
+                    c.maxKvNmse(), c.maxHiddenNmse(), badCalls, skippedBad, c.maxNearTieGap(), c.nearTieBins(),
+                    judge.gaps());
         }
 
         void step(Action action) {

@@ -1,5 +1,7 @@
 package org.mtporacle.conformance.report;
 
+import org.mtporacle.conformance.compare.GapHistogram;
+
 import org.mtporacle.api.Tolerance;
 
 import java.util.List;
@@ -100,7 +102,8 @@ public record ConformReport(String tool, String created, long seed, int chains, 
      * the i-th tenth of the profile's token allowance (empty in reports written before it was recorded).
      */
     public record Stats(long comparedTokens, long nearTies, long comparedCheckpoints, double maxKvNmse,
-                        double maxHiddenNmse, long badCalls, double maxNearTieGap, List<Long> nearTieGaps) {
+                        double maxHiddenNmse, long badCalls, double maxNearTieGap, List<Long> nearTieGaps,
+                        GapData gaps) {
         public Stats {
             nearTieGaps = nearTieGaps == null ? List.of() : List.copyOf(nearTieGaps);
         }
@@ -108,7 +111,34 @@ public record ConformReport(String tool, String created, long seed, int chains, 
         public Stats(long comparedTokens, long nearTies, long comparedCheckpoints, double maxKvNmse,
                      double maxHiddenNmse, long badCalls, double maxNearTieGap) {
             this(comparedTokens, nearTies, comparedCheckpoints, maxKvNmse, maxHiddenNmse, badCalls, maxNearTieGap,
-                    List.of());
+                    List.of(), GapData.of(new GapHistogram()));
+        }
+
+        /** Stats of an entry that compared nothing. */
+        public static Stats none() {
+            return new Stats(0, 0, 0, 0, 0, 0, 0);
+        }
+    }
+
+    /**
+     * The reference's log-prob gaps at every compared greedy position ({@link GapHistogram}): counts of agreeing and
+     * differing positions per bin of {@code binWidth}, the counts at or past the histogram's range, and the largest
+     * gap at which the backend differed. What the token allowance is derived from (conformance/SPEC.md).
+     */
+    public record GapData(double binWidth, long[] agree, long[] differ, long agreeBeyond, long differBeyond,
+                          double maxDifferGap) {
+        public static GapData of(GapHistogram h) {
+            return new GapData(GapHistogram.BIN, h.agreeCounts(), h.differCounts(), h.agreeBeyond(),
+                    h.differBeyond(), h.maxDifferGap());
+        }
+
+        /** The histogram again; null when the counts are not of this build's bins (a report of another version). */
+        public GapHistogram histogram() {
+            if (agree == null || differ == null || binWidth != GapHistogram.BIN
+                    || agree.length != GapHistogram.agreeCountsLength() || differ.length != agree.length) {
+                return null;
+            }
+            return GapHistogram.of(agree, differ, agreeBeyond, differBeyond, maxDifferGap);
         }
     }
 

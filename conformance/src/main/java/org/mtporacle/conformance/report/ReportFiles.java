@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.UntrustedText;
+import org.mtporacle.conformance.compare.GapHistogram;
 import org.mtporacle.io.StrictJson;
 
 import java.io.IOException;
@@ -219,6 +220,17 @@ public final class ReportFiles {
         return c != 0 ? c : a.compareTo(b);
     }
 
+    /** The sum of two entries' gap counts; when either is missing or of other bins, the one that is not. */
+    private static ConformReport.GapData sum(ConformReport.GapData a, ConformReport.GapData b) {
+        GapHistogram x = a == null ? null : a.histogram();
+        GapHistogram y = b == null ? null : b.histogram();
+        if (x == null || y == null) {
+            return x == null ? b : a;
+        }
+        x.addAll(y);
+        return ConformReport.GapData.of(x);
+    }
+
     private static List<Long> addBins(List<Long> a, List<Long> b) {
         if (a.isEmpty() || b.isEmpty() || a.size() != b.size()) {
             return List.of(); // a report without the bins: the merged distribution is unknown
@@ -245,7 +257,7 @@ public final class ReportFiles {
                 x.nearTies() + y.nearTies(), x.comparedCheckpoints() + y.comparedCheckpoints(),
                 Math.max(x.maxKvNmse(), y.maxKvNmse()), Math.max(x.maxHiddenNmse(), y.maxHiddenNmse()),
                 x.badCalls() + y.badCalls(), Math.max(x.maxNearTieGap(), y.maxNearTieGap()),
-                addBins(x.nearTieGaps(), y.nearTieGaps()));
+                addBins(x.nearTieGaps(), y.nearTieGaps()), sum(x.gaps(), y.gaps()));
         ConformReport.Status st = f.isEmpty() ? ConformReport.Status.PASSED : ConformReport.Status.FAILED;
         return new ConformReport.Entry(a.backend(), a.profile(), a.options(), a.fixture(), a.fixtureRecipe(),
                 a.modelIdentity(), a.tolerance(), a.numerics(), st, a.reason(), a.chainsRun() + b.chainsRun(),

@@ -1,5 +1,8 @@
 package org.mtporacle.conformance.report;
 
+import org.mtporacle.conformance.compare.GapCalibration;
+import org.mtporacle.conformance.compare.GapHistogram;
+
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
@@ -52,6 +55,12 @@ public final class TextReport {
         StringBuilder sb = new StringBuilder();
         r.entries().stream().map(ConformReport.Entry::tolerance).distinct().forEach(t -> sb.append(String.format(Locale.ROOT,
                         "tolerance %s: %s%n", l(t.name()), l(String.valueOf(t.thresholds())))));
+        for (ConformReport.Entry e : r.entries()) {
+            String line = nearTieData(e);
+            if (line != null) {
+                sb.append("near-tie data ").append(l(e.key())).append(": ").append(l(line)).append('\n');
+            }
+        }
         Map<String, LinkedHashSet<String>> unavailableBy = new LinkedHashMap<>();
         for (ConformReport.Entry e : r.entries()) {
             if (e.status() == ConformReport.Status.UNAVAILABLE) {
@@ -136,5 +145,21 @@ public final class TextReport {
             return "";
         }
         return ", shard" + (r.shards().size() == 1 ? " " : "s ") + String.join(" ", r.shards());
+    }
+
+    /**
+     * What an entry's greedy gaps imply ({@link GapCalibration}) for a campaign of
+     * {@link GapCalibration#CAMPAIGN_CHAINS} chains like it; null when the backend never differed or the entry has no
+     * gap data.
+     */
+    static String nearTieData(ConformReport.Entry e) {
+        GapHistogram h = e.stats() == null || e.stats().gaps() == null ? null : e.stats().gaps().histogram();
+        if (h == null || h.differing() == 0 || e.chainsRun() == 0) {
+            return null;
+        }
+        double positions = (double) h.positions() / e.chainsRun() * GapCalibration.CAMPAIGN_CHAINS;
+        return GapCalibration.of(h).describe(positions, GapCalibration.EXPECTED_FALSE_FAILURES)
+                + String.format(Locale.ROOT, " (%d chains; profile allows %s)", GapCalibration.CAMPAIGN_CHAINS,
+                e.tolerance().tokenGap());
     }
 }

@@ -65,7 +65,7 @@ class JudgeTest {
         RowSampler seeded = RowSampler.of(1.0, 0, 1.0, 42);
         Divergence d = judge(Tolerance.BF16).token(0, 0, lp, 0, 0, 3, seeded, 0, "drafted", "expected");
         assertThat(d).isNotNull();
-        assertThat(((TokenEvidence) d.evidence()).gap()).isGreaterThan(0.08);
+        assertThat(((TokenEvidence) d.evidence()).gap()).isGreaterThan(Tolerance.BF16.tokenGap());
         assertThat(d.details()).containsEntry("gapUnit", "log-prob (2 x perturbation)");
     }
 

@@ -31,15 +31,19 @@ import static org.assertj.core.api.Assertions.assertThat;
 class MutantsAreCaughtTest {
     private static final int MAX_CHAINS = 300;
     private static final int MAX_SHRUNK_ACTIONS = 10;
-    private static MtpModel model;
+    private static MtpModel dense;
+    private static MtpModel moe;
 
     @BeforeAll
     static void loadFixture() {
-        model = FixtureRecipe.named("tiny").load(Path.of("target", "fixture-cache"));
+        dense = FixtureRecipe.named("tiny").load(Path.of("target", "fixture-cache"));
+        moe = FixtureRecipe.named("tiny-moe").load(Path.of("target", "fixture-cache"));
     }
 
-    @Test
-    void theCorrectSecondImplementationPassesLockstep() {
+    @ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.ValueSource(booleans = {false, true})
+    void theCorrectSecondImplementationPassesLockstep(boolean onMoe) {
+        MtpModel model = onMoe ? moe : dense;
         try (ReferenceDraftModel oracle = ReferenceBackend.load(model, KernelMode.VECTOR, 1);
              SimpleBackend simple = new SimpleBackend(model, Mutation.NONE)) {
             Campaign.Result r = Campaign.run(settings(100, null), oracle, simple, (d, t, p) -> { });
@@ -50,11 +54,23 @@ class MutantsAreCaughtTest {
     @ParameterizedTest(name = "{0}")
     @EnumSource(value = Mutation.class, names = {"NONE", "APPEND_AFTER_CLOSE", "MODEL_CLOSE_IGNORED"}, mode = EnumSource.Mode.EXCLUDE)
     void everyMutantIsCaughtWithAShortReplayableCounterexample(Mutation mutation) throws Exception {
+        caught(mutation, Tolerance.F32);
+    }
+
+    /** The bf16 profile's allowance is derived from data (conformance/SPEC.md); it must not let a real bug through. */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(value = Mutation.class, names = {"NONE", "APPEND_AFTER_CLOSE", "MODEL_CLOSE_IGNORED"}, mode = EnumSource.Mode.EXCLUDE)
+    void everyMutantIsCaughtUnderTheLooserBf16ProfileToo(Mutation mutation) throws Exception {
+        caught(mutation, Tolerance.BF16);
+    }
+
+    private static void caught(Mutation mutation, Tolerance tolerance) throws Exception {
         Path traces = Files.createTempDirectory("mutant-traces");
+        MtpModel model = mutation.isMoe() ? moe : dense;
         long start = System.nanoTime();
         try (ReferenceDraftModel oracle = ReferenceBackend.load(model, KernelMode.VECTOR, 1);
              SimpleBackend mutant = new SimpleBackend(model, mutation)) {
-            Campaign.Settings s = settings(MAX_CHAINS, traces);
+            Campaign.Settings s = settings(MAX_CHAINS, traces, tolerance);
             Lockstep lockstep = new Lockstep(oracle, mutant, s.tolerance());
             ChainGenerator gen = new ChainGenerator(s.limits());
             Campaign.Failure failure = null;
@@ -76,14 +92,19 @@ class MutantsAreCaughtTest {
             ChainOutcome replay = lockstep.run(trace.seed(), trace.actions());
             assertThat(replay.passed()).as("the trace replays to a failure").isFalse();
             assertThat(replay.divergence().category()).isEqualTo(failure.divergence().category());
-            System.out.printf("%-38s caught: %-20s in %2d actions (from %2d), %5d ms: %s%n", mutation,
+            System.out.printf("%-38s %-5s caught: %-20s in %2d actions (from %2d), %5d ms: %s%n", mutation,
+                    tolerance.name(),
                     failure.divergence().category(), failure.shrunk().size(), failure.originalLength(),
                     took.toMillis(), failure.divergence().message());
         }
     }
 
     private static Campaign.Settings settings(int chains, Path traces) {
-        return new Campaign.Settings("tiny", "mutant", Map.of(), Tolerance.F32, chains, 7, 0, 1,
+        return settings(chains, traces, Tolerance.F32);
+    }
+
+    private static Campaign.Settings settings(int chains, Path traces, Tolerance tolerance) {
+        return new Campaign.Settings("tiny", "mutant", Map.of(), tolerance, chains, 7, 0, 1,
                 ChainGenerator.Limits.defaults(), traces, 400);
     }
 }

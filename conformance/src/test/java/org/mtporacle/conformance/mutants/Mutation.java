@@ -37,5 +37,18 @@ public enum Mutation {
      * The group keeps computing after its model was closed. Lockstep chains never close a model, so only the TCK's
      * closed-model check catches it (excluded from {@code MutantsAreCaughtTest}).
      */
-    MODEL_CLOSE_IGNORED
+    MODEL_CLOSE_IGNORED,
+    /** MoE (spec §12.3 step 4): the chosen experts' probabilities are used as weights without renormalising. */
+    MOE_TOPK_NOT_RENORMALISED,
+    /** MoE (spec §12.3 step 7): the shared expert is added without its sigmoid {@code shared_expert_gate}. */
+    MOE_SHARED_GATE_MISSING,
+    /** MoE: the router picks expert {@code e} but expert {@code (e + 1) mod E}'s weights run. */
+    MOE_EXPERTS_OFF_BY_ONE,
+    /** MoE (spec §12.3 step 2): the router softmax runs in bf16 (logits and probabilities rounded to bf16). */
+    MOE_ROUTER_SOFTMAX_BF16;
+
+    /** True for the mutations of the MoE MLP, which the kit checks on a MoE fixture. */
+    public boolean isMoe() {
+        return name().startsWith("MOE_");
+    }
 }

@@ -4,6 +4,7 @@ import org.mtporacle.api.DraftModel;
 import org.mtporacle.api.DraftRows;
 import org.mtporacle.api.DraftSampling;
 import org.mtporacle.api.HostTensor;
+import org.mtporacle.api.MlpWeights;
 import org.mtporacle.api.MtpConfig;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
@@ -394,16 +395,7 @@ public final class SimpleBackend implements DraftModel {
         }
         float[] n = new float[h];
         k.rmsNorm(n, 0, h1, 0, w.postAttentionNorm(), h, 1, eps);
-        int inter = c.intermediateSize();
-        float[] gate = new float[inter];
-        float[] up = new float[inter];
-        k.matmul(gate, 0, w.gateProj(), n, 0, 1);
-        k.matmul(up, 0, w.upProj(), n, 0, 1);
-        for (int i = 0; i < inter; i++) {
-            gate[i] = gate[i] * (float) (1 / (1 + Math.exp(-gate[i]))) * up[i];
-        }
-        float[] m = new float[h];
-        k.matmul(m, 0, w.downProj(), gate, 0, 1);
+        float[] m = w.mlp() instanceof MlpWeights.Moe moe ? moe(moe, n) : swiglu(w.denseMlp(), n);
         float[] y = new float[h];
         for (int i = 0; i < h; i++) {
             y[i] = h1[i] + m[i];
@@ -413,11 +405,111 @@ public final class SimpleBackend implements DraftModel {
         return out;
     }
 
+    /** {@code (silu(n·W_gateᵀ) ⊙ (n·W_upᵀ)) · W_downᵀ} for one row. */
+    private float[] swiglu(MlpWeights.Dense mlp, float[] n) {
+        int inter = mlp.width();
+        float[] gate = new float[inter];
+        float[] up = new float[inter];
+        k.matmul(gate, 0, mlp.gateProj(), n, 0, 1);
+        k.matmul(up, 0, mlp.upProj(), n, 0, 1);
+        for (int i = 0; i < inter; i++) {
+            gate[i] = gate[i] * (float) (1 / (1 + Math.exp(-gate[i]))) * up[i];
+        }
+        float[] m = new float[c.hiddenSize()];
+        k.matmul(m, 0, mlp.downProj(), gate, 0, 1);
+        return m;
+    }
+
+    /**
+     * Spec §12.3 for one row, written plainly: softmax in f64 rounded to f32, top-k by repeated scans (lower index
+     * first on ties), renormalised, plus the sigmoid-gated shared expert.
+     */
+    private float[] moe(MlpWeights.Moe moe, float[] n) {
+        int h = c.hiddenSize();
+        int e = moe.numExperts();
+        float[] logits = new float[e];
+        k.matmul(logits, 0, moe.router(), n, 0, 1);
+        float[] p = bug == Mutation.MOE_ROUTER_SOFTMAX_BF16 ? softmaxBf16(logits) : softmax(logits);
+        boolean[] taken = new boolean[e];
+        int[] chosen = new int[moe.topK()];
+        float total = 0;
+        for (int j = 0; j < chosen.length; j++) {
+            int best = -1;
+            for (int i = 0; i < e; i++) {
+                if (!taken[i] && (best < 0 || p[i] > p[best])) {
+                    best = i;
+                }
+            }
+            taken[best] = true;
+            chosen[j] = best;
+            total += p[best];
+        }
+        float[] out = new float[h];
+        for (int expert : chosen) {
+            float weight = moe.normTopK() && bug != Mutation.MOE_TOPK_NOT_RENORMALISED ? p[expert] / total : p[expert];
+            weight = bug == Mutation.MOE_ROUTER_SOFTMAX_BF16 ? bf16(weight) : weight;
+            int used = bug == Mutation.MOE_EXPERTS_OFF_BY_ONE ? (expert + 1) % e : expert;
+            float[] y = swiglu(moe.experts().get(used), n);
+            for (int i = 0; i < h; i++) {
+                out[i] += weight * y[i];
+            }
+        }
+        float[] gateLogit = new float[1];
+        k.matmul(gateLogit, 0, moe.sharedExpertGate(), n, 0, 1);
+        float g = bug == Mutation.MOE_SHARED_GATE_MISSING ? 1f : (float) (1 / (1 + Math.exp(-gateLogit[0])));
+        float[] shared = swiglu(moe.sharedExpert(), n);
+        for (int i = 0; i < h; i++) {
+            out[i] += g * shared[i];
+        }
+        return out;
+    }
+
+    private static float[] softmax(float[] logits) {
+        double max = Double.NEGATIVE_INFINITY;
+        for (float l : logits) {
+            max = Math.max(max, l);
+        }
+        double sum = 0;
+        double[] z = new double[logits.length];
+        for (int i = 0; i < z.length; i++) {
+            z[i] = Math.exp(logits[i] - max);
+            sum += z[i];
+        }
+        float[] p = new float[z.length];
+        for (int i = 0; i < z.length; i++) {
+            p[i] = (float) (z[i] / sum);
+        }
+        return p;
+    }
+
+    /** Every step rounded to bf16, as a bf16 device softmax computes: logits, exponentials, the running sum, p. */
+    private static float[] softmaxBf16(float[] logits) {
+        float max = Float.NEGATIVE_INFINITY;
+        for (float l : logits) {
+            max = Math.max(max, bf16(l));
+        }
+        float sum = 0;
+        float[] z = new float[logits.length];
+        for (int i = 0; i < z.length; i++) {
+            z[i] = bf16((float) Math.exp(bf16(bf16(logits[i]) - max)));
+            sum = bf16(sum + z[i]);
+        }
+        float[] p = new float[z.length];
+        for (int i = 0; i < z.length; i++) {
+            p[i] = bf16(z[i] / sum);
+        }
+        return p;
+    }
+
+    private static float bf16(float x) {
+        return org.mtporacle.api.FloatFormats.roundToBf16(x);
+    }
+
     private static MtpWeights foldAgain(MtpWeights m) {
         return new MtpWeights(m.fc(), plusOne(m.preFcNormEmbedding()), plusOne(m.preFcNormHidden()),
                 plusOne(m.inputNorm()), m.qProj(), m.kProj(), m.vProj(), m.oProj(), plusOne(m.qNorm()),
-                plusOne(m.kNorm()), plusOne(m.postAttentionNorm()), m.gateProj(), m.upProj(), m.downProj(),
-                plusOne(m.finalNorm()), m.embedding(), m.head());
+                plusOne(m.kNorm()), plusOne(m.postAttentionNorm()), m.mlp(), plusOne(m.finalNorm()), m.embedding(),
+                m.head());
     }
 
     private static float[] plusOne(float[] g) {

@@ -17,7 +17,11 @@ class ReportRenderingTest {
     Path dir;
 
     private static ConformReport.Entry entry(String shard, boolean failed) {
-        ConformReport.Stats s = new ConformReport.Stats(100, 3, 40, 1.5e-4, 0, 7, 0.05);
+        org.mtporacle.conformance.compare.GapHistogram gaps = new org.mtporacle.conformance.compare.GapHistogram();
+        gaps.add(0.01, true);
+        gaps.add(0.2, false);
+        ConformReport.Stats s = new ConformReport.Stats(100, 3, 40, 1.5e-4, 0, 7, 0.05, List.of(),
+                ConformReport.GapData.of(gaps));
         List<ConformReport.FailureRecord> f = failed ? List.of(new ConformReport.FailureRecord(77, 21,
                 List.of("append [-1]", "prefill L=3 seed=1", "draft depth=2 greedy seed=2"), 2, "DRAFT_TOKEN",
                 "row 0 position 1: backend drafted 5, reference 9 <gap>", Map.of("row", 0, "gap", 0.5),
@@ -31,17 +35,17 @@ class ReportRenderingTest {
     void aFailureIsRenderedWithItsChainDetailsAndReplayCommand() {
         ConformReport r = new ConformReport("t", "now", 1, 20, List.of("1/2"), "synthetic", List.of(entry("a", true),
                 new ConformReport.Entry("x", "x", Map.of(), "tiny", "", "", CUSTOM, "", ConformReport.Status.UNAVAILABLE,
-                        "library not found — set X", 0, 0, 0, new ConformReport.Stats(0, 0, 0, 0, 0, 0, 0),
+                        "library not found — set X", 0, 0, 0, ConformReport.Stats.none(),
                         List.of())));
         String text = TextReport.render(r);
         assertThat(text).contains("FAILED mlx/native @ tiny: DRAFT_TOKEN: row 0 position 1")
                 .contains("at action 2 of 3 (draft depth=2 greedy seed=2), shrunk from 21 actions")
                 .contains("replay: mtp replay traces/ta.json").contains("x: unavailable, not run: library not found — set X")
                 .contains("FAILED: 0 entries passed, 1 failed, 1 unavailable")
-                .contains("tolerance bf16: token gap 0.08, K/V NMSE 0.002, hidden NMSE 0.00001")
+                .contains("tolerance bf16: token gap 0.15, K/V NMSE 0.002, hidden NMSE 0.00001")
                 .contains("tolerance x-cuda: token gap 0.01, K/V NMSE 0.0005, hidden NMSE 0.0000025");
         String html = HtmlReport.render(r);
-        assertThat(html).contains("bf16 (token gap 0.08, K/V NMSE 0.002, hidden NMSE 0.00001)")
+        assertThat(html).contains("bf16 (token gap 0.15, K/V NMSE 0.002, hidden NMSE 0.00001)")
                 .contains("&lt;gap&gt;").doesNotContain("<gap>").contains("<b>draft depth=2 greedy seed=2</b>");
     }
 
@@ -57,6 +61,10 @@ class ReportRenderingTest {
         assertThat(e.failures()).hasSize(1);
         assertThat(e.status()).isEqualTo(ConformReport.Status.FAILED);
         assertThat(e.stats().comparedTokens()).isEqualTo(200);
+        assertThat(e.stats().gaps().histogram().positions()).as("gap counts add up across shards").isEqualTo(4);
+        assertThat(e.stats().gaps().histogram().differing()).isEqualTo(2);
+        assertThat(TextReport.render(merged)).contains("near-tie data mlx/native @ tiny: 4 greedy positions, "
+                + "2 differing (largest gap 0.0100)");
         assertThat(e.tolerance()).as("the profile, thresholds included, survives report.json")
                 .isEqualTo(Tolerance.BF16);
         assertThat(merged.shards()).containsExactly("1/2", "2/2");

@@ -11,4 +11,12 @@ public interface BlockForward {
      * @see MtpBlock#forward
      */
     float[] forward(float[] e, float[] hin, RowKv[] kvs, int s, ForwardTrace trace);
+
+    /**
+     * {@link #forward(float[], float[], RowKv[], int, ForwardTrace)} whose MoE router choices go through {@code hook}
+     * (spec §12.5); a block without a MoE layer ignores it.
+     */
+    default float[] forward(float[] e, float[] hin, RowKv[] kvs, int s, ForwardTrace trace, RouterHook hook) {
+        return forward(e, hin, kvs, s, trace);
+    }
 }

@@ -1,6 +1,7 @@
 package org.mtporacle.reference.block;
 
 import org.mtporacle.api.LinearWeight;
+import org.mtporacle.api.MlpWeights;
 import org.mtporacle.api.MtpConfig;
 import org.mtporacle.api.MtpWeights;
 import org.mtporacle.reference.kernels.Kernels;
@@ -13,14 +14,22 @@ public final class DecoderLayer {
     private final MtpConfig c;
     private final Weights w;
     private final Kernels k;
+    private final Mlp mlp;
 
-    /** The layer's weights, norms in full-gain form. */
+    /** The layer's weights, norms in full-gain form; the MLP dense or MoE (spec §12). */
     public record Weights(float[] inputNorm, LinearWeight qProj, LinearWeight kProj, LinearWeight vProj, LinearWeight oProj,
-                   float[] qNorm, float[] kNorm, float[] postAttentionNorm, LinearWeight gateProj,
-                   LinearWeight upProj, LinearWeight downProj) {
+                   float[] qNorm, float[] kNorm, float[] postAttentionNorm, MlpWeights mlp) {
+        /** A layer with a dense MLP. */
+        public Weights(float[] inputNorm, LinearWeight qProj, LinearWeight kProj, LinearWeight vProj,
+                       LinearWeight oProj, float[] qNorm, float[] kNorm, float[] postAttentionNorm,
+                       LinearWeight gateProj, LinearWeight upProj, LinearWeight downProj) {
+            this(inputNorm, qProj, kProj, vProj, oProj, qNorm, kNorm, postAttentionNorm,
+                    new MlpWeights.Dense(gateProj, upProj, downProj));
+        }
+
         public static Weights of(MtpWeights m) {
             return new Weights(m.inputNorm(), m.qProj(), m.kProj(), m.vProj(), m.oProj(), m.qNorm(), m.kNorm(),
-                    m.postAttentionNorm(), m.gateProj(), m.upProj(), m.downProj());
+                    m.postAttentionNorm(), m.mlp());
         }
     }
 
@@ -28,10 +37,16 @@ public final class DecoderLayer {
         this.c = config;
         this.w = weights;
         this.k = kernels;
+        this.mlp = Mlp.of(weights.mlp(), config.hiddenSize(), kernels);
     }
 
     /** {@code y = h1 + MLP(RMSNorm(h1))}, {@code h1 = x + attention(RMSNorm(x))} for {@code x [B·S, H]}. */
     public float[] forward(float[] x, RowKv[] kvs, int s, ForwardTrace trace) {
+        return forward(x, kvs, s, trace, null);
+    }
+
+    /** As {@link #forward(float[], RowKv[], int, ForwardTrace)}; a MoE MLP's choices go through {@code hook}. */
+    public float[] forward(float[] x, RowKv[] kvs, int s, ForwardTrace trace, RouterHook hook) {
         int hSize = c.hiddenSize();
         int n = kvs.length * s;
         double eps = c.rmsNormEps();
@@ -45,27 +60,18 @@ public final class DecoderLayer {
             h1[i] = x[i] + r[i];
         }
 
-        // 8–9. y = h1 + down(silu(gate(n)) ⊙ up(n)), n = RMSNorm(h1)
-        int inter = w.gateProj().outFeatures();
+        // 8–9. y = h1 + MLP(n), n = RMSNorm(h1); the MLP dense (§1.4 step 8) or MoE (§12.3)
         float[] nrm = new float[n * hSize];
         k.rmsNorm(nrm, 0, h1, 0, w.postAttentionNorm(), hSize, n, eps);
-        float[] gate = new float[n * inter];
-        float[] up = new float[n * inter];
-        k.matmul(gate, 0, w.gateProj(), nrm, 0, n);
-        k.matmul(up, 0, w.upProj(), nrm, 0, n);
-        k.silu(gate, 0, gate, 0, up, 0, gate.length);
-        float[] mlp = new float[n * hSize];
-        k.matmul(mlp, 0, w.downProj(), gate, 0, n);
+        float[] m = mlp.forward(nrm, kvs, s, trace, hook);
         float[] y = new float[n * hSize];
         for (int i = 0; i < y.length; i++) {
-            y[i] = h1[i] + mlp[i];
+            y[i] = h1[i] + m[i];
         }
         if (trace != null) {
             trace.put("attn_in", a);
             trace.put("h1", h1);
             trace.put("mlp_in", nrm);
-            trace.put("mlp_act", gate);
-            trace.put("mlp_out", mlp);
             trace.put("h2", y);
         }
         return y;

@@ -37,6 +37,12 @@ public final class MtpBlock implements BlockForward {
      */
     @Override
     public float[] forward(float[] e, float[] hin, RowKv[] kvs, int s, ForwardTrace trace) {
+        return forward(e, hin, kvs, s, trace, null);
+    }
+
+    /** As {@link #forward(float[], float[], RowKv[], int, ForwardTrace)}; a MoE layer's choices go through {@code hook}. */
+    @Override
+    public float[] forward(float[] e, float[] hin, RowKv[] kvs, int s, ForwardTrace trace, RouterHook hook) {
         int hSize = c.hiddenSize();
         int n = kvs.length * s;
         double eps = c.rmsNormEps();
@@ -55,7 +61,7 @@ public final class MtpBlock implements BlockForward {
         k.matmul(x, 0, w.fc(), u, 0, n);
 
         // 5–9. the decoder layer: y = h1 + MLP(RMSNorm(h1)), h1 = x + attention(RMSNorm(x))
-        float[] y = layer.forward(x, kvs, s, trace);
+        float[] y = layer.forward(x, kvs, s, trace, hook);
 
         // 10. Y = RMSNorm(y, w_norm)
         float[] out = new float[n * hSize];

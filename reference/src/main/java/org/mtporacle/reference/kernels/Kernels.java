@@ -10,6 +10,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.LinearWeight;
+import org.mtporacle.api.MlpWeights;
 import org.mtporacle.api.MtpWeights;
 
 /**
@@ -118,6 +119,25 @@ public final class Kernels implements AutoCloseable {
         }
     }
 
+    /**
+     * The MoE router's choice for one token (spec §12.3): {@code probs[pOff, pOff+n) = softmax(logits[off, off+n))}
+     * in f32, {@code experts[0, k)} the {@code k} most probable in descending order (lower index first on equal
+     * probability), {@code weights[0, k)} their probabilities, renormalised to sum 1 when {@code renormalise}. One
+     * definition in both modes.
+     */
+    public void route(float[] probs, int pOff, int[] experts, float[] weights, float[] logits, int off, int n, int k,
+                      boolean renormalise) {
+        Router.route(probs, pOff, experts, weights, logits, off, n, k, renormalise);
+    }
+
+    /**
+     * The weights of the experts {@code experts[0, k)} under {@code probs[pOff, pOff+E)}: their probabilities,
+     * renormalised to sum 1 when {@code renormalise} (spec §12.3 step 4), the arithmetic of {@link #route}.
+     */
+    public void routeWeights(float[] weights, float[] probs, int pOff, int[] experts, int k, boolean renormalise) {
+        Router.weights(weights, probs, pOff, experts, k, renormalise);
+    }
+
     /** The index of the largest of {@code n} values, the first on ties. */
     public int argmax(float[] v, int off, int n) {
         return LogSoftmax.argmax(v, off, n);
@@ -177,8 +197,21 @@ public final class Kernels implements AutoCloseable {
         LinearWeight head = w.head() == w.embedding() ? embedding : offHeap(w.head()); // a tied head stays tied
         return new MtpWeights(offHeap(w.fc()), w.preFcNormEmbedding(), w.preFcNormHidden(), w.inputNorm(),
                 offHeap(w.qProj()), offHeap(w.kProj()), offHeap(w.vProj()), offHeap(w.oProj()), w.qNorm(), w.kNorm(),
-                w.postAttentionNorm(), offHeap(w.gateProj()), offHeap(w.upProj()), offHeap(w.downProj()),
-                w.finalNorm(), embedding, head);
+                w.postAttentionNorm(), offHeap(w.mlp()), w.finalNorm(), embedding, head);
+    }
+
+    /** {@link #offHeap(LinearWeight)} for every linear of a dense or MoE MLP. */
+    public static MlpWeights offHeap(MlpWeights mlp) {
+        return switch (mlp) {
+            case MlpWeights.Dense d -> offHeap(d);
+            case MlpWeights.Moe m -> new MlpWeights.Moe(offHeap(m.router()), m.experts().stream()
+                    .map(Kernels::offHeap).toList(), offHeap(m.sharedExpert()), offHeap(m.sharedExpertGate()),
+                    m.topK(), m.normTopK());
+        };
+    }
+
+    private static MlpWeights.Dense offHeap(MlpWeights.Dense d) {
+        return new MlpWeights.Dense(offHeap(d.gateProj()), offHeap(d.upProj()), offHeap(d.downProj()));
     }
 
     private static HostTensor offHeap(HostTensor t) {

@@ -1,4 +1,4 @@
-package org.mtporacle.conformance.lockstep;
+package org.mtporacle.conformance.compare;
 
 import java.util.Locale;
 
@@ -14,9 +14,14 @@ import java.util.Locale;
  * <p>A conforming backend fails a campaign when it differs at a gap above the allowance {@code A}. With {@code ρ} the
  * density of reference gaps near zero (positions per unit log-prob, per position) and {@code M} positions in the
  * campaign, the expected number of such failures is {@code E(A) = M·ρ·∫_A^∞ S(g) dg}; {@link #allowance} solves
- * {@code E(A) = p} for the fitted shape that gives the larger {@code A}.
+ * {@code E(A) = p} for the shape that fits the data better (the larger likelihood).
  */
 public final class GapCalibration {
+    /** The campaign the reports size the implied allowance for: this many chains like the ones measured. */
+    public static final int CAMPAIGN_CHAINS = 10_000;
+    /** The expected number of false failures of a conforming backend the implied allowance admits in that campaign. */
+    public static final double EXPECTED_FALSE_FAILURES = 1e-3;
+
     /** Gaps below this estimate the near-zero density {@code ρ}. */
     static final double DENSITY_RANGE = 0.25;
 
@@ -64,13 +69,17 @@ public final class GapCalibration {
         return data.copy();
     }
 
+    /** The fitted shape with the larger likelihood (the normal one on a tie). */
+    public Fit best() {
+        return laplace.logLikelihood() > normal.logLikelihood() ? laplace : normal;
+    }
+
     /**
      * The smallest allowance {@code A} with {@code E(A) ≤ expectedFailures} over a campaign of {@code positions}
-     * greedy positions, under the fitted shape that needs the larger one; 0 when no position differed.
+     * greedy positions, under the better-fitting shape; 0 when no position differed.
      */
     public double allowance(double positions, double expectedFailures) {
-        return Math.max(allowance(normal, positions, expectedFailures), allowance(laplace, positions,
-                expectedFailures));
+        return allowance(best(), positions, expectedFailures);
     }
 
     /** {@link #allowance(double, double)} for one shape. */
@@ -171,9 +180,12 @@ public final class GapCalibration {
     /** One line for reports. */
     public String describe(double positions, double expectedFailures) {
         return String.format(Locale.ROOT, "%d greedy positions, %d differing (largest gap %.4f); fitted error "
-                        + "σ=%.4g (normal), b=%.4g (Laplace); near-zero gap density %.3g; implied allowance %.4f for "
-                        + "%.3g positions at %.0e expected false failures", data.positions(), data.differing(),
-                data.maxDifferGap(), normal.scale(), laplace.scale(), density,
-                allowance(positions, expectedFailures), positions, expectedFailures);
+                        + "σ=%.4g (normal, log-lik %.1f), b=%.4g (Laplace, log-lik %.1f); near-zero gap density %.3g; "
+                        + "implied allowance %.4f (%s; normal %.4f, Laplace %.4f) for %.3g positions at %.0e expected "
+                        + "false failures", data.positions(), data.differing(), data.maxDifferGap(), normal.scale(),
+                normal.logLikelihood(), laplace.scale(), laplace.logLikelihood(), density,
+                allowance(positions, expectedFailures), best().shape(),
+                allowance(normal, positions, expectedFailures), allowance(laplace, positions, expectedFailures),
+                positions, expectedFailures);
     }
 }

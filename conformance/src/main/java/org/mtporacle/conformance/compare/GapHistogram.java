@@ -1,4 +1,4 @@
-package org.mtporacle.conformance.lockstep;
+package org.mtporacle.conformance.compare;
 
 import java.util.Arrays;
 
@@ -110,6 +110,11 @@ public final class GapHistogram {
     /** Positions where the backend drafted another token. */
     public long differing() {
         return Arrays.stream(differ).sum() + differBeyond;
+    }
+
+    /** The number of bins below {@link #RANGE}. */
+    public static int agreeCountsLength() {
+        return BINS;
     }
 
     /** The centre of bin {@code i}. */
