@@ -81,8 +81,8 @@ final class BlockBounds {
                 // routing weights are probabilities (Σ ≤ 1) and σ(gate) ≤ 1: the worst expert plus the shared one
                 check("router logits", max(moe.router()) * n, "layers.0.mlp.gate", in);
                 double worst = 0;
-                for (int e = 0; e < moe.experts().size(); e++) {
-                    worst = Math.max(worst, swiGlu(moe.experts().get(e), n, "layers.0.mlp.experts." + e, in));
+                for (int x = 0; x < moe.experts().size(); x++) {
+                    worst = Math.max(worst, swiGlu(moe.experts().get(x), n, "layers.0.mlp.experts." + x, in));
                 }
                 yield worst + swiGlu(moe.sharedExpert(), n, "layers.0.mlp.shared_expert", in);
             }
