@@ -81,8 +81,8 @@ final class BlockBounds {
                 // routing weights are probabilities (Σ ≤ 1) and σ(gate) ≤ 1: the worst expert plus the shared one
                 check("router logits", max(moe.router()) * n, "layers.0.mlp.gate", in);
                 double worst = 0;
-                for (int x = 0; x < moe.experts().size(); x++) {
-                    worst = Math.max(worst, swiGlu(moe.experts().get(x), n, "layers.0.mlp.experts." + x, in));
+                for (int j = 0; j < moe.experts().size(); j++) {
+                    worst = Math.max(worst, swiGlu(moe.experts().get(j), n, "layers.0.mlp.experts." + j, in));
                 }
                 yield worst + swiGlu(moe.sharedExpert(), n, "layers.0.mlp.shared_expert", in);
             }
