@@ -35,4 +35,9 @@ public interface MtpBackend {
     default java.util.List<BackendProfile> profiles() {
         return java.util.List.of(new BackendProfile(name(), Map.of(), Tolerance.F32));
     }
+
+    /** What conformance may generate for this backend (seeded sampling, rows, depth); default: everything. */
+    default BackendCapabilities capabilities() {
+        return BackendCapabilities.ALL;
+    }
 }

@@ -76,6 +76,15 @@ public record Tolerance(String name, double tokenGap, double kvNmse, double hidd
                 + "' (built in: " + String.join(", ", BUILT_IN.stream().map(Tolerance::name).toList()) + ")");
     }
 
+    /**
+     * The router near-tie bound in probability units (spec §12.5, conformance/SPEC.md "Router choices"): a quarter of
+     * the token gap, since a probability {@code p ≤ 1/2} at a top-k boundary moves by at most {@code p·Δlog p}
+     * ({@code exact} 0, {@code f32} 2.5e-5, {@code bf16} 0.02).
+     */
+    public double routerGap() {
+        return tokenGap / 4;
+    }
+
     /** True when every threshold is 0: checkpoints must match bit for bit (by digest where only digests exist). */
     public boolean exact() {
         return tokenGap == 0 && kvNmse == 0 && hiddenNmse == 0;

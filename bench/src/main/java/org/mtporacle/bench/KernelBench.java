@@ -128,26 +128,27 @@ public final class KernelBench {
                 progress.accept("draft step " + p.name() + " B=" + b + ", " + t + " thread(s)");
                 double[][] s;
                 long read;
-                try (ReadBandwidth rb = ReadBandwidth.over(ReadBandwidth.segments(d.linears()), t)) {
+                try (ReadBandwidth rb = ReadBandwidth.over(ReadBandwidth.segments(d.linears(b, o.kvHistory())), t)) {
                     s = d.baselineBareAndRound(t, b, o.kvHistory(), o.repetitions(), o.shortWarmup(),
                             () -> rb.read(t));
                     read = rb.bytes(t);
                 }
                 double bare = Timing.median(s[1]);
                 // the floor at round i's read rate is weightBytes · read_i / read
-                double floor = d.weightBytes(b) * Timing.median(s[0]) / read;
-                String name = "draft step B=" + b + " (block+logits+log-softmax)";
+                double floor = d.weightBytes(b, o.kvHistory()) * Timing.median(s[0]) / read;
+                String name = "draft step B=" + b + " (block+logits+log-softmax" + d.expertsTouched(b, o.kvHistory())
+                        + ")";
                 double target = b == 1 ? 1.2 : 1.35;
-                rows.add(BenchReport.Row.atMost(name, t, bare, "GB/s", d.weightBytes(b) / bare / 1e9,
-                        Timing.medianRatio((double) read / d.weightBytes(b), s[1], s[0]), "bandwidth floor",
+                rows.add(BenchReport.Row.atMost(name, t, bare, "GB/s", d.weightBytes(b, o.kvHistory()) / bare / 1e9,
+                        Timing.medianRatio((double) read / d.weightBytes(b, o.kvHistory()), s[1], s[0]), "bandwidth floor",
                         target));
-                double compute = d.flops(b) / (peak.get(t) * 1e9);
+                double compute = d.flops(b, o.kvHistory()) / (peak.get(t) * 1e9);
                 rows.add(BenchReport.Row.compared("draft step B=" + b + " compute floor (FLOPs / FMA peak)", t,
                         compute, "GFLOP/s", peak.get(t), compute / floor, "bandwidth floor"));
-                unreachable(b, t, target, floor, d.flops(b), peak.get(t)).ifPresent(notes::add);
+                unreachable(b, t, target, floor, d.flops(b, o.kvHistory()), peak.get(t)).ifPresent(notes::add);
                 double round = Timing.median(s[2]);
                 rows.add(BenchReport.Row.atMost("draft round B=" + b + " (ReferenceDraftRows d=1+commit)", t, round,
-                        "GB/s", d.weightBytes(b) / round / 1e9, Timing.medianRatio(1, s[2], s[1]), "bare step",
+                        "GB/s", d.weightBytes(b, o.kvHistory()) / round / 1e9, Timing.medianRatio(1, s[2], s[1]), "bare step",
                         1.05));
             }
         }

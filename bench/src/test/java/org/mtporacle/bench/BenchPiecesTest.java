@@ -22,8 +22,32 @@ class BenchPiecesTest {
         long macs = 2 * h * h + 2 * q * h + 2 * kv * h + h * q + 3 * i * h + (long) p.vocabSize() * h;
         try (Arena arena = Arena.ofConfined()) {
             DraftStepBench d = new DraftStepBench(arena, p);
-            assertThat(d.flops(1)).isEqualTo(2.0 * macs);
-            assertThat(d.flops(8)).isEqualTo(16.0 * macs);
+            assertThat(d.flops(1, 0)).isEqualTo(2.0 * macs);
+            assertThat(d.flops(8, 0)).isEqualTo(16.0 * macs);
+        }
+    }
+
+    @Test
+    void aMoeDraftStepCountsTheRouterTheChosenExpertsTheSharedExpertAndTheHead() {
+        FixtureModels.Preset p = FixtureModels.preset("tiny-moe");
+        long h = p.hiddenSize();
+        long q = (long) p.numHeads() * p.headDim();
+        long kv = (long) p.numKvHeads() * p.headDim();
+        long i = p.intermediateSize();
+        int k = p.moe().topK();
+        long e = p.moe().numExperts();
+        long s = p.moe().sharedWidth();
+        // fc, q, k, v, o; router [E,H], shared expert 3·[S,H], shared gate [1,H]; K experts 3·[I,H]; head [V,H]
+        long common = 2 * h * h + 2 * q * h + 2 * kv * h + h * q + e * h + 3 * s * h + h + (long) p.vocabSize() * h;
+        try (Arena arena = Arena.ofConfined()) {
+            DraftStepBench d = new DraftStepBench(arena, p);
+            assertThat(d.flops(1, 4)).isEqualTo(2.0 * (common + 3L * k * i * h));
+            assertThat(d.flops(8, 4)).isEqualTo(16.0 * (common + 3L * k * i * h));
+            assertThat(d.chosenExperts(1, 4)).hasSize(k);
+            int union = d.chosenExperts(8, 4).size();
+            assertThat(union).isBetween(k, (int) e);
+            // BF16 weights: 2 bytes each; the union's experts read once; one embedding row per row
+            assertThat(d.weightBytes(8, 4)).isEqualTo(2 * (common + 3L * union * i * h) + 8 * 2 * h);
         }
     }
 

@@ -107,7 +107,7 @@ public final class Conform {
         }
         try (subject) {
             Campaign.Settings s = new Campaign.Settings(fx.name(), b.name(), p.options(), tol, o.chains(), o.seed(),
-                    o.shardIndex(), o.shardCount(), o.limits(), o.reportDir() == null ? null
+                    o.shardIndex(), o.shardCount(), within(o.limits(), b.capabilities()), o.reportDir() == null ? null
                     : o.reportDir().resolve("traces"), 400);
             Campaign.Result r = Campaign.run(s, oracle, subject, listener::chainDone);
             ChainOutcome.Stats st = r.stats();
@@ -124,7 +124,7 @@ public final class Conform {
                     new ConformReport.Stats(st.comparedTokens(), st.nearTies(), st.comparedCheckpoints(),
                             st.maxKvNmse(), st.maxHiddenNmse(), st.badCalls(), st.maxNearTieGap(),
                             java.util.Arrays.stream(st.nearTieBins()).boxed().toList(),
-                            ConformReport.GapData.of(st.gaps())), failures);
+                            ConformReport.GapData.of(st.gaps()), st.router()), failures);
         }
     }
 
@@ -138,5 +138,12 @@ public final class Conform {
     static String version() {
         String v = Conform.class.getPackage().getImplementationVersion();
         return v == null ? "development build" : v;
+    }
+
+    /** {@code l} within what the backend says it can do: greedy drafts only without seeded sampling, fewer rows. */
+    public static ChainGenerator.Limits within(ChainGenerator.Limits l, org.mtporacle.api.BackendCapabilities c) {
+        return new ChainGenerator.Limits(l.maxActions(), Math.max(1, Math.min(l.maxRows(), c.maxRows())),
+                Math.max(0, Math.min(l.maxDepth(), c.maxDepth())), l.maxPrefill(), l.badRate(),
+                c.seededSampling() ? l.stochasticRate() : 0);
     }
 }

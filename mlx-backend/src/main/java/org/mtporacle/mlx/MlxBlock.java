@@ -1,5 +1,6 @@
 package org.mtporacle.mlx;
 
+import org.mtporacle.api.MlpWeights;
 import org.mtporacle.api.MtpConfig;
 import org.mtporacle.api.MtpWeights;
 import org.mtporacle.mlx.ffi.MlxC;
@@ -19,15 +20,20 @@ final class MlxBlock implements AutoCloseable {
     private final MtpConfig c;
     private final int dtype; // compute dtype (mlx_dtype)
     private final float eps;
-    private final MlxLinear fc, q, k, v, o, gate, up, down, embedding, head;
+    private final MlxLinear fc, q, k, v, o, embedding, head;
+    private final MlxLinear gate, up, down; // the dense MLP, or null
+    private final MlxMoe moe;               // the MoE MLP (spec §12), or null
     private final MlxArray preE, preH, inNorm, qNorm, kNorm, postNorm, finalNorm;
 
     /** The batched cache: {@code keys}/{@code values} {@code [B, nKV, capacity, D]}, row {@code b} valid in {@code [0, lengths[b])}. */
     record Kv(MlxArray keys, MlxArray values, int[] lengths) {
     }
 
-    /** A forward's output {@code y [B, S, H]} and the cache after the append. */
-    record Step(MlxArray y, Kv kv) {
+    /**
+     * A forward's output {@code y [B, S, H]}, the cache after the append, and for a MoE layer each forward row's
+     * chosen experts ({@code experts[b·S + t]}, slot order; null when dense).
+     */
+    record Step(MlxArray y, Kv kv, int[][] experts) {
     }
 
     MlxBlock(MlxOps ops, MtpConfig config, MtpWeights w, int dtype, boolean quantF32) {
@@ -41,9 +47,17 @@ final class MlxBlock implements AutoCloseable {
             k = track(made, MlxLinear.upload(ops, w.kProj(), dtype, quantF32));
             v = track(made, MlxLinear.upload(ops, w.vProj(), dtype, quantF32));
             o = track(made, MlxLinear.upload(ops, w.oProj(), dtype, quantF32));
-            gate = track(made, MlxLinear.upload(ops, w.gateProj(), dtype, quantF32));
-            up = track(made, MlxLinear.upload(ops, w.upProj(), dtype, quantF32));
-            down = track(made, MlxLinear.upload(ops, w.downProj(), dtype, quantF32));
+            if (w.mlp() instanceof MlpWeights.Moe m) {
+                gate = null;
+                up = null;
+                down = null;
+                moe = new MlxMoe(ops, m, dtype, quantF32, made);
+            } else {
+                gate = track(made, MlxLinear.upload(ops, w.gateProj(), dtype, quantF32));
+                up = track(made, MlxLinear.upload(ops, w.upProj(), dtype, quantF32));
+                down = track(made, MlxLinear.upload(ops, w.downProj(), dtype, quantF32));
+                moe = null;
+            }
             embedding = track(made, MlxLinear.upload(ops, w.embedding(), dtype, quantF32));
             head = track(made, MlxLinear.upload(ops, w.head(), dtype, quantF32));
             preE = track(made, gain(ops, w.preFcNormEmbedding()));
@@ -145,11 +159,17 @@ final class MlxBlock implements AutoCloseable {
         // 7–9. h1 = x + r; y = h1 + MLP(RMSNorm(h1))
         MlxArray h1 = ops.add(x, r);
         MlxArray n = ops.rmsNorm(h1, postNorm, eps);
-        MlxArray gt = gate.apply(ops, n);
-        MlxArray m = down.apply(ops, ops.multiply(ops.multiply(gt, ops.sigmoid(gt)), up.apply(ops, n)));
+        int[][] experts = moe == null ? null : new int[b * s][];
+        MlxArray m;
+        if (moe == null) {
+            MlxArray gt = gate.apply(ops, n);
+            m = down.apply(ops, ops.multiply(ops.multiply(gt, ops.sigmoid(gt)), up.apply(ops, n)));
+        } else {
+            m = moe.apply(ops, n, experts);
+        }
         MlxArray y = ops.add(h1, m);
         // 10. Y = RMSNorm(y)
-        return new Step(ops.rmsNorm(y, finalNorm, eps), next);
+        return new Step(ops.rmsNorm(y, finalNorm, eps), next, experts);
     }
 
     /** cos and sin {@code [B, 1, S, R/2]} f32 of {@code (lengths[b] + t) · θ^(−2f/R)}, as the reference computes them. */
@@ -245,8 +265,15 @@ final class MlxBlock implements AutoCloseable {
 
     @Override
     public void close() {
-        for (MlxLinear l : List.of(fc, q, k, v, o, gate, up, down, embedding, head)) {
+        for (MlxLinear l : List.of(fc, q, k, v, o, embedding, head)) {
             l.close();
+        }
+        if (moe != null) {
+            moe.close();
+        } else {
+            gate.close();
+            up.close();
+            down.close();
         }
         for (MlxArray a : List.of(preE, preH, inNorm, qNorm, kNorm, postNorm, finalNorm)) {
             a.close();

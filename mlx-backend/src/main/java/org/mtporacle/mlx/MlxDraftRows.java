@@ -6,6 +6,7 @@ import org.mtporacle.api.DraftSampling;
 import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.MtpConfig;
 import org.mtporacle.api.MtpException;
+import org.mtporacle.api.RouterChoices;
 import org.mtporacle.api.RowCheckpoint;
 import org.mtporacle.mlx.handle.MlxArray;
 import org.mtporacle.mlx.handle.MlxOps;
@@ -22,13 +23,15 @@ import java.util.function.Supplier;
  * overwrite stale columns) and the retained hiddens {@code [B, 1, H]}. Every call computes new device arrays, which
  * are evaluated before the skeleton publishes them; a native failure also poisons the group.
  */
-final class MlxDraftRows extends AbstractDraftRows<MlxDraftRows.DeviceRows> {
+final class MlxDraftRows extends AbstractDraftRows<MlxDraftRows.DeviceRows> implements RouterChoices {
     /** Cache capacity grows in steps of this many positions (spec §4.2). */
     static final int CAPACITY_STEP = 256;
 
     private final MlxDraftModel model;
     private final MtpConfig c;
     private MlxOps ops; // the running call's device context, set only inside onBackend on the MLX thread
+    /** The MoE router choices of the last computing call (spec §12.5); the block chooses on the host. */
+    private final List<RouterChoices.Choice> routed = new ArrayList<>();
     private int draftHostReads;
 
     /**
@@ -135,6 +138,7 @@ final class MlxDraftRows extends AbstractDraftRows<MlxDraftRows.DeviceRows> {
         MlxBlock.Kv kv = ensureCapacity(new MlxBlock.Kv(s.keys(), s.values(), at), n);
         MlxArray h = hin == null ? s.hidden() : model.uploadFloats(ops, hin, b, n, c.hiddenSize());
         MlxBlock.Step step = model.block().forward(ops, ops.fromInts(ids, b, n), h, kv);
+        route(step, at, rows, n, 0);
         return new DeviceRows(b, step.kv().keys(), step.kv().values(), s.hidden());
     }
 
@@ -156,6 +160,7 @@ final class MlxDraftRows extends AbstractDraftRows<MlxDraftRows.DeviceRows> {
         List<MlxArray> chain = new ArrayList<>();
         for (int t = 0; t < depth; t++) {
             MlxBlock.Step step = model.block().forward(ops, ids, hin, kv);
+            route(step, at, null, 1, t);
             kv = step.kv();
             MlxArray tok = sampler.draw(ops, model.block().logProbs(ops, step.y()), t); // [B]
             chain.add(tok);
@@ -190,11 +195,35 @@ final class MlxDraftRows extends AbstractDraftRows<MlxDraftRows.DeviceRows> {
         return new RowTensors(keys, values, hidden);
     }
 
+    @Override
+    public List<RouterChoices.Choice> lastRouterChoices() {
+        return List.copyOf(routed);
+    }
+
+    /** Records a MoE forward's choices of the computed rows at positions {@code at[r] + offset + t}. */
+    private void route(MlxBlock.Step step, int[] at, boolean[] rows, int n, int offset) {
+        if (step.experts() == null) {
+            return;
+        }
+        for (int r = 0; r < at.length; r++) {
+            if (rows != null && !rows[r]) {
+                continue;
+            }
+            for (int t = 0; t < n; t++) {
+                int row = r;
+                int position = at[r] + offset + t;
+                routed.removeIf(x -> x.row() == row && x.position() == position);
+                routed.add(new RouterChoices.Choice(row, position, step.experts()[r * n + t]));
+            }
+        }
+    }
+
     // ---- device plumbing
 
     /** Native work of one call on the MLX thread in a fresh scope; a native failure poisons the group (spec §9.2). */
     @Override
     protected <T> T onBackend(String call, Supplier<T> work) {
+        routed.clear();
         try {
             return model.call(o -> {
                 ops = o;

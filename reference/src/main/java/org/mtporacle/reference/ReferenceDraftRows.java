@@ -6,6 +6,8 @@ import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.MtpConfig;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.RowCheckpoint;
+import org.mtporacle.api.RouterChoices;
+import org.mtporacle.reference.block.RouterHook;
 import org.mtporacle.reference.block.RowKv;
 import org.mtporacle.reference.sampling.DraftSampler;
 
@@ -17,9 +19,13 @@ import java.util.List;
  * retained true hidden. A cache's own length is only a write cursor: every computation first sets it to the row's
  * committed length, so a call that fails leaves only stale positions past that length, which nothing reads.
  */
-public final class ReferenceDraftRows extends AbstractDraftRows<ReferenceDraftRows.Rows> {
+public final class ReferenceDraftRows extends AbstractDraftRows<ReferenceDraftRows.Rows> implements RouterChoices {
     private final ReferenceDraftModel model;
     private final MtpConfig c;
+    /** MoE router choices of the last computing call, and the chooser armed for the next one (spec §12.5). */
+    private final java.util.ArrayList<RouterChoices.Choice> routed = new java.util.ArrayList<>();
+    private ExpertChooser nextChooser;
+    private ExpertChooser chooser;
 
     /**
      * Fault injection for tests (package-private, null in production): consulted at every internal step of the
@@ -57,6 +63,54 @@ public final class ReferenceDraftRows extends AbstractDraftRows<ReferenceDraftRo
     public int[][] draft(int[] pending, int depth, long[] steps, DraftSampling sampling, DraftChooser chooser) {
         return draftRound(pending, depth, steps, sampling,
                 (s, at, ids, d, st, sm) -> chain(s, at, ids, d, st, sm, chooser));
+    }
+
+    /** Picks a MoE forward row's experts (spec §12.5): usually {@code chosen}, the reference's own top-k. */
+    @FunctionalInterface
+    public interface ExpertChooser {
+        /** @return {@code K} distinct experts in {@code [0, E)} */
+        int[] choose(int row, int position, float[] probs, int[] chosen);
+    }
+
+    @Override
+    public List<RouterChoices.Choice> lastRouterChoices() {
+        return List.copyOf(routed);
+    }
+
+    /**
+     * For the next computing call ({@code prefill}, {@code draft}, {@code commit}) only: every MoE forward row's
+     * experts come from {@code next} (the kit continues on a backend's choices, spec §12.5).
+     */
+    public void chooseExpertsNextCall(ExpertChooser next) {
+        this.nextChooser = next;
+    }
+
+    @Override
+    protected <T> T onBackend(String call, java.util.function.Supplier<T> work) {
+        routed.clear();
+        chooser = nextChooser;
+        nextChooser = null;
+        try {
+            return work.get();
+        } finally {
+            chooser = null;
+        }
+    }
+
+    /** Records each MoE forward row's experts by contract row (its index in {@code s}) and applies the chooser. */
+    private RouterHook routing(Rows s) {
+        ExpertChooser c = chooser;
+        return (kv, position, probs, chosen) -> {
+            int row = 0;
+            while (row < s.kv().length && s.kv()[row] != kv) {
+                row++;
+            }
+            int[] used = c == null ? chosen : c.choose(row, position, probs, chosen);
+            int r = row;
+            routed.removeIf(x -> x.row() == r && x.position() == position);
+            routed.add(new RouterChoices.Choice(row, position, used));
+            return used;
+        };
     }
 
     @Override
@@ -101,7 +155,7 @@ public final class ReferenceDraftRows extends AbstractDraftRows<ReferenceDraftRo
             count += which == null || which[r] ? 1 : 0;
         }
         if (count == b && hin != null) {
-            model.block().forward(model.head().embed(ids), hin, cursors(s, at), n, null);
+            model.block().forward(model.head().embed(ids), hin, cursors(s, at), n, null, routing(s));
             return s;
         }
         // a subset of the rows, or their retained hiddens: gather them (one position each when hin is null)
@@ -117,7 +171,7 @@ public final class ReferenceDraftRows extends AbstractDraftRows<ReferenceDraftRo
                 kvs[i++].setLength(at[r]);
             }
         }
-        model.block().forward(model.head().embed(subIds), subHin, kvs, n, null);
+        model.block().forward(model.head().embed(subIds), subHin, kvs, n, null, routing(s));
         return s;
     }
 
@@ -152,7 +206,7 @@ public final class ReferenceDraftRows extends AbstractDraftRows<ReferenceDraftRo
         int[][] out = new int[b][depth];
         for (int t = 0; t < depth; t++) {
             fault("draft", "forward");
-            float[] y = model.block().forward(model.head().embed(ids), hin, kvs, 1, null);
+            float[] y = model.block().forward(model.head().embed(ids), hin, kvs, 1, null, routing(s));
             float[] lp = model.head().logProbs(y, b);
             for (int r = 0; r < b; r++) {
                 fault("draft", "sample");

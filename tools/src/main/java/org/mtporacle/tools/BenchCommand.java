@@ -87,7 +87,7 @@ final class BenchCommand implements Callable<Integer> {
             + "(or the engine of --backend exec:...).")
     boolean wire;
 
-    @Option(names = "--wire-chains", paramLabel = "N", defaultValue = "20",
+    @Option(names = "--wire-chains", paramLabel = "N", defaultValue = "40",
             description = "Chains timed per side with --wire (default: ${DEFAULT-VALUE}).")
     int wireChains;
 

@@ -45,7 +45,7 @@ class TckSubject extends BackendVerification {
 
     @Override
     protected boolean supportsSeededSampling() {
-        return !(backend instanceof ExecBackend e) || e.seededSampling();
+        return backend.capabilities().seededSampling();
     }
 
     @Override

@@ -47,6 +47,8 @@ final class EngineProcess implements AutoCloseable {
     private final Thread stderrReader;
     private long nextId = 1;
     private String failure;
+    private int openGroups;
+    private boolean released;
 
     private record Ended(Throwable cause) {
     }
@@ -131,7 +133,7 @@ final class EngineProcess implements AutoCloseable {
     }
 
     /** {@link #call} with the given timeout (hello and load: start-up and model loading, WIRE.md §6). */
-    WireFrame call(String op, ObjectNode args, List<HostTensor> tensors, Duration timeout) {
+    synchronized WireFrame call(String op, ObjectNode args, List<HostTensor> tensors, Duration timeout) {
         if (failure != null) {
             throw new MtpException(MtpException.Kind.BACKEND_FAILURE, label + ": " + op + ": the engine failed "
                     + "earlier and is gone (" + failure + ")");
@@ -264,9 +266,30 @@ final class EngineProcess implements AutoCloseable {
         return d.toMillis() % 1000 == 0 ? d.toSeconds() + " s" : d.toMillis() + " ms";
     }
 
+    /** A group was opened on this process: it stays up until the group is closed, even after {@link #release}. */
+    synchronized void groupOpened() {
+        openGroups++;
+    }
+
+    /** A group of this process was closed; the process ends when it was released and this was the last group. */
+    synchronized void groupClosed() {
+        openGroups--;
+        if (released && openGroups <= 0) {
+            close();
+        }
+    }
+
+    /** Its model is closed: the process ends now, or when its last open group is closed (spec §11.11). */
+    synchronized void release() {
+        released = true;
+        if (openGroups <= 0) {
+            close();
+        }
+    }
+
     /** Asks the engine to exit ({@code shutdown}, then end of stdin); kills it when it does not within 2 s. */
     @Override
-    public void close() {
+    public synchronized void close() {
         if (failure == null && process.isAlive()) {
             try {
                 call("shutdown", WireValues.NODES.objectNode(), List.of());

@@ -3,6 +3,7 @@ package org.mtporacle.wire;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.mtporacle.api.Availability;
+import org.mtporacle.api.BackendCapabilities;
 import org.mtporacle.api.BackendProfile;
 import org.mtporacle.api.DType;
 import org.mtporacle.api.DraftModel;
@@ -111,6 +112,14 @@ public final class ExecBackend implements MtpBackend {
     /** The engine's handshake (starting it once if needed); null when it could not be had. */
     Hello hello() {
         return probe();
+    }
+
+    /** The handshake's seeded sampling, maxRows and maxDepth (WIRE.md §4); everything when it could not be had. */
+    @Override
+    public BackendCapabilities capabilities() {
+        Hello h = probe();
+        return h == null ? BackendCapabilities.ALL : new BackendCapabilities(h.capabilities().seededSampling(),
+                h.capabilities().maxRows(), h.capabilities().maxDepth());
     }
 
     /** True when the engine's handshake says it draws seeded samples (WIRE.md §4); false when it could not be had. */

@@ -127,6 +127,7 @@ final class ExecDraftModel implements DraftModel {
             return ExecDraftRows.lost(engine, engine.violation("openRows", "result.group is " + g
                     + ", expected the group handle, an int (WIRE.md §5)").getMessage());
         }
+        engine.groupOpened();
         return new ExecDraftRows(engine, g.asInt());
     }
 
@@ -140,9 +141,9 @@ final class ExecDraftModel implements DraftModel {
             try {
                 engine.call("unload", WireValues.NODES.objectNode().put("model", handle), List.of());
             } catch (MtpException ignored) {
-                // the process is shut down below either way
+                // the process is shut down either way
             }
         }
-        engine.close();
+        engine.release(); // open groups keep it up: they must answer ILLEGAL_STATE, not vanish (spec §11.11)
     }
 }

@@ -19,7 +19,9 @@ final class ExecDraftRows implements DraftRows {
     private final EngineProcess engine;
     private final int group;
     private final String lost;
-    private boolean closed;
+    private final java.util.concurrent.locks.ReentrantLock callLock = new java.util.concurrent.locks.ReentrantLock();
+    private volatile String inProgress;
+    private volatile boolean closed;
 
     ExecDraftRows(EngineProcess engine, int group) {
         this(engine, group, null);
@@ -41,10 +43,35 @@ final class ExecDraftRows implements DraftRows {
     }
 
     private ObjectNode call(String op, ObjectNode args, List<HostTensor> tensors) {
+        return enter(op, () -> send(op, args, tensors));
+    }
+
+    private ObjectNode send(String op, ObjectNode args, List<HostTensor> tensors) {
         if (lost != null) {
             throw new MtpException(MtpException.Kind.BACKEND_FAILURE, op + ": " + lost);
         }
         return ExecDraftModel.result(engine.call(op, args, tensors));
+    }
+
+    /**
+     * One call at a time on a group (spec §11.11): the protocol is sequential, so a call that overlaps another on
+     * this group fails here with ILLEGAL_STATE, as the contract says, and never reaches the pipe (WIRE.md §8).
+     */
+    private <T> T enter(String op, java.util.function.Supplier<T> body) {
+        boolean reentrant = callLock.isHeldByCurrentThread();
+        if (reentrant || !callLock.tryLock()) {
+            String other = inProgress;
+            throw MtpException.illegalState(op + ": " + (other == null ? "another call" : other)
+                    + " is in progress on this group " + (reentrant ? "(this call comes from inside it)"
+                    : "on another thread") + "; a group serves one call at a time (spec §11.11)");
+        }
+        try {
+            inProgress = op;
+            return body.get();
+        } finally {
+            inProgress = null;
+            callLock.unlock();
+        }
     }
 
     @Override
@@ -119,6 +146,10 @@ final class ExecDraftRows implements DraftRows {
 
     @Override
     public RowCheckpoint capture(int row) {
+        return enter("capture", () -> captureNow(row));
+    }
+
+    private RowCheckpoint captureNow(int row) {
         if (lost != null) {
             throw new MtpException(MtpException.Kind.BACKEND_FAILURE, "capture: " + lost);
         }
@@ -143,16 +174,24 @@ final class ExecDraftRows implements DraftRows {
 
     @Override
     public void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
-        if (lost == null && engine.alive()) {
-            try {
-                call("close", args(), List.of());
-            } catch (MtpException ignored) {
-                // close never fails for the caller; an engine failure here shows up on the next call
+        callLock.lock(); // waits for a call running on another thread (spec §11.11)
+        try {
+            if (closed) {
+                return;
             }
+            closed = true;
+            if (lost == null && engine.alive()) {
+                try {
+                    send("close", args(), List.of());
+                } catch (MtpException ignored) {
+                    // close never fails for the caller; an engine failure here shows up on the next call
+                }
+            }
+            if (lost == null) {
+                engine.groupClosed();
+            }
+        } finally {
+            callLock.unlock();
         }
     }
 }

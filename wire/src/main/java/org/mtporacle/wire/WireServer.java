@@ -215,7 +215,8 @@ public final class WireServer {
                     .put("kvNmse", p.tolerance().kvNmse()).put("hiddenNmse", p.tolerance().hiddenNmse());
         }
         ObjectNode c = r.putObject("capabilities");
-        c.put("seededSampling", true);
+        var caps = backend.capabilities();
+        c.put("seededSampling", caps.seededSampling());
         c.putArray("tapDtypes").add("F32").add("F16").add("BF16");
         c.putArray("weightDtypes").add("F32").add("F16").add("BF16");
         ArrayNode q = c.putArray("quantization");
@@ -223,7 +224,7 @@ public final class WireServer {
             q.addObject().put("bits", bits).putArray("groupSizes").add(32).add(64).add(128);
         }
         c.putArray("layouts").add("hf").add("companion");
-        c.put("maxRows", 64);
-        c.put("maxDepth", 64);
+        c.put("maxRows", Math.min(caps.maxRows(), 1 << 20));
+        c.put("maxDepth", caps.maxDepth());
     }
 }

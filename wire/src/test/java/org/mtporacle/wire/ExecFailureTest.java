@@ -95,6 +95,20 @@ class ExecFailureTest {
     }
 
     @Test
+    void theHandshakesCapabilitiesBoundTheGeneratedChains() {
+        ExecBackend b = new ExecBackend(TestEngines.javaCommand(MisbehavingWireMain.class, "greedy-only"),
+                Duration.ofSeconds(30));
+        assertThat(b.capabilities()).isEqualTo(new org.mtporacle.api.BackendCapabilities(false, 2, 3));
+        var l = org.mtporacle.conformance.Conform.within(org.mtporacle.conformance.chain.ChainGenerator.Limits
+                .defaults(), b.capabilities());
+        assertThat(l.stochasticRate()).isZero();
+        assertThat(l.maxRows()).isEqualTo(2);
+        assertThat(l.maxDepth()).isEqualTo(3);
+        assertThat(new ExecBackend(TestEngines.javaCommand(ReferenceWireMain.class), Duration.ofSeconds(30))
+                .capabilities()).isEqualTo(new org.mtporacle.api.BackendCapabilities(true, 1 << 20, 64));
+    }
+
+    @Test
     void aCommandThatCannotStartIsAFailureOfThatBackend() {
         ExecBackend b = new ExecBackend("'" + tmp.resolve("no-such-engine") + "' --flag", Duration.ofSeconds(5));
         assertThatThrownBy(() -> b.load(tiny(), Map.of())).isInstanceOfSatisfying(MtpException.class, e -> {

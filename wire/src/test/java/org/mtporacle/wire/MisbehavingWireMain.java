@@ -144,6 +144,12 @@ public final class MisbehavingWireMain {
         }
 
         @Override
+        public org.mtporacle.api.BackendCapabilities capabilities() {
+            return mode.equals("greedy-only") ? new org.mtporacle.api.BackendCapabilities(false, 2, 3)
+                    : inner.capabilities();
+        }
+
+        @Override
         public List<org.mtporacle.api.BackendProfile> profiles() {
             return inner.profiles();
         }

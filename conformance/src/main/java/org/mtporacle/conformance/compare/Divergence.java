@@ -27,6 +27,8 @@ public record Divergence(Kind kind, int actionIndex, String side, int row, int p
     public enum Kind {
         /** A draft token differs beyond the near-tie allowance. */
         DRAFT_TOKEN(Category.DRAFT_TOKEN),
+        /** A MoE router's expert choice differs beyond the router near-tie allowance (spec §12.5). */
+        ROUTER_CHOICE(Category.ROUTER),
         /** A recorded log-prob differs from the reference's by more than the token gap (goldens). */
         LOG_PROB(Category.DRAFT_TOKEN),
         /** A recorded top-2 gap differs from the reference's by more than the token gap (goldens). */
@@ -65,7 +67,7 @@ public record Divergence(Kind kind, int actionIndex, String side, int row, int p
 
     /** The coarse class shrinking keeps: a shrunk chain must fail in the same category. */
     public enum Category {
-        DRAFT_TOKEN, CHECKPOINT, ERROR_BEHAVIOUR, STATE_AFTER_FAILURE, CONTRACT
+        DRAFT_TOKEN, ROUTER, CHECKPOINT, ERROR_BEHAVIOUR, STATE_AFTER_FAILURE, CONTRACT
     }
 
     /** The numbers behind a divergence. */
@@ -92,6 +94,25 @@ public record Divergence(Kind kind, int actionIndex, String side, int row, int p
             m.put("allowance", allowance);
             m.put("sampler", sampler);
             m.put("step", step);
+            return m;
+        }
+    }
+
+    /**
+     * A router choice: both expert sets, the reference's probabilities of each, the near-tie gap
+     * ({@code RouterNearTie}) and the profile's router allowance.
+     */
+    public record RouterEvidence(String expectedExperts, String actualExperts, String expectedProbs,
+                                 String actualProbs, double gap, double allowance) implements Evidence {
+        public Map<String, Object> facts() {
+            Map<String, Object> m = new LinkedHashMap<>();
+            m.put("expectedExperts", expectedExperts);
+            m.put("actualExperts", actualExperts);
+            m.put("expectedProbs", expectedProbs);
+            m.put("actualProbs", actualProbs);
+            m.put("gap", gap);
+            m.put("gapUnit", "router probability");
+            m.put("allowance", allowance);
             return m;
         }
     }

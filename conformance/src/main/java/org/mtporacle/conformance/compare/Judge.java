@@ -40,6 +40,9 @@ public final class Judge {
     private long comparedCheckpoints;
     private double maxKvNmse;
     private double maxHiddenNmse;
+    private long comparedRouterChoices;
+    private long routerNearTies;
+    private double maxRouterGap;
     private final GapHistogram gaps = new GapHistogram();
 
     /**
@@ -62,6 +65,53 @@ public final class Judge {
      */
     public record Counts(long comparedTokens, long nearTies, double maxNearTieGap, long comparedCheckpoints,
                          double maxKvNmse, double maxHiddenNmse, long[] nearTieBins) {
+    }
+
+    // ---- router choices (MoE) ----------------------------------------------------------------------------------
+
+    /**
+     * One MoE forward row's experts (spec §12.5): {@code actual} passes when it is the same set as {@code expected}
+     * or a router near-tie of it under the reference's probabilities {@code probs} ({@link RouterNearTie#gap}) within
+     * the profile's {@link Tolerance#routerGap()}.
+     */
+    public Divergence routerChoice(int row, int pos, float[] probs, int[] expected, int[] actual, String actualLabel) {
+        comparedRouterChoices++;
+        if (RouterNearTie.sameSet(expected, actual)) {
+            return null;
+        }
+        double allowance = tolerance.routerGap();
+        double gap;
+        try {
+            gap = RouterNearTie.gap(probs, expected, actual);
+        } catch (IllegalArgumentException e) {
+            return new Divergence(Kind.CONTRACT, -1, null, row, pos, Divergence.ValueEvidence.of("experts",
+                    Arrays.toString(expected), Arrays.toString(actual)), "row " + row + " position " + pos + ": "
+                    + e.getMessage());
+        }
+        if (gap <= allowance) {
+            routerNearTies++;
+            maxRouterGap = Math.max(maxRouterGap, gap);
+            return null;
+        }
+        return new Divergence(Kind.ROUTER_CHOICE, -1, null, row, pos, new Divergence.RouterEvidence(
+                Arrays.toString(expected), Arrays.toString(actual), probsOf(probs, expected), probsOf(probs, actual),
+                gap, allowance), String.format(Locale.ROOT, "row %d position %d: %s experts %s, reference %s "
+                        + "(reference router probabilities %s vs %s, gap %.3g > %.3g %s)", row, pos, actualLabel,
+                Arrays.toString(actual), Arrays.toString(expected), probsOf(probs, actual), probsOf(probs, expected),
+                gap, allowance, tolerance.name()));
+    }
+
+    private static String probsOf(float[] probs, int[] experts) {
+        StringBuilder sb = new StringBuilder("[");
+        for (int j = 0; j < experts.length; j++) {
+            sb.append(j == 0 ? "" : ", ").append(String.format(Locale.ROOT, "%.5f", probs[experts[j]]));
+        }
+        return sb.append(']').toString();
+    }
+
+    /** What the router comparisons came to (MoE, spec §12.5). */
+    public RouterTally routerTally() {
+        return new RouterTally(comparedRouterChoices, routerNearTies, maxRouterGap);
     }
 
     public Counts counts() {

@@ -1,5 +1,6 @@
 package org.mtporacle.conformance.lockstep;
 
+import org.mtporacle.conformance.compare.RouterTally;
 import org.mtporacle.conformance.compare.Judge;
 
 import org.mtporacle.conformance.chain.Action;
@@ -24,12 +25,13 @@ public record ChainOutcome(long seed, List<Action> chain, int executed, Divergen
     /** Counts and worst values of the comparisons a chain made. */
     public record Stats(int comparedTokens, int nearTies, int comparedCheckpoints, double maxKvNmse,
                         double maxHiddenNmse, int badCalls, int skippedBadCalls, double maxNearTieGap,
-                        long[] nearTieBins, GapHistogram gaps) {
+                        long[] nearTieBins, GapHistogram gaps, RouterTally router) {
         public static final Stats NONE = new Stats(0, 0, 0, 0, 0, 0, 0, 0, new long[Judge.NEAR_TIE_BINS],
-                new GapHistogram());
+                new GapHistogram(), RouterTally.NONE);
 
         public Stats {
             gaps = gaps.copy();
+            router = router == null ? RouterTally.NONE : router;
         }
 
         @Override
@@ -47,7 +49,8 @@ public record ChainOutcome(long seed, List<Action> chain, int executed, Divergen
             return new Stats(comparedTokens + o.comparedTokens, nearTies + o.nearTies,
                     comparedCheckpoints + o.comparedCheckpoints, Math.max(maxKvNmse, o.maxKvNmse),
                     Math.max(maxHiddenNmse, o.maxHiddenNmse), badCalls + o.badCalls,
-                    skippedBadCalls + o.skippedBadCalls, Math.max(maxNearTieGap, o.maxNearTieGap), bins, sum);
+                    skippedBadCalls + o.skippedBadCalls, Math.max(maxNearTieGap, o.maxNearTieGap), bins, sum,
+                    router.plus(o.router));
         }
     }
 }

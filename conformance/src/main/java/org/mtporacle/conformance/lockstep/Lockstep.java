@@ -4,6 +4,7 @@ import org.mtporacle.api.DraftModel;
 import org.mtporacle.api.DraftRows;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
+import org.mtporacle.api.RouterChoices;
 import org.mtporacle.api.RowCheckpoint;
 import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.chain.Action;
@@ -77,7 +78,7 @@ public final class Lockstep {
             Judge.Counts c = judge.counts();
             return new ChainOutcome.Stats((int) c.comparedTokens(), (int) c.nearTies(), (int) c.comparedCheckpoints(),
                     c.maxKvNmse(), c.maxHiddenNmse(), badCalls, skippedBad, c.maxNearTieGap(), c.nearTieBins(),
-                    judge.gaps());
+                    judge.gaps(), judge.routerTally());
         }
 
         void step(Action action) {
@@ -107,13 +108,48 @@ public final class Lockstep {
             }
         }
 
-        /** Runs {@code call} on both sides; true when both succeeded, false when both failed alike. */
+        /**
+         * Runs {@code call} on both sides; true when both succeeded, false when both failed alike. When the backend
+         * reports its MoE router choices it runs first and the reference continues on them (spec §12.5).
+         */
         boolean both(java.util.function.Consumer<DraftRows> call) {
             List<RowCheckpoint> oBefore = captureAll(oracle);
             List<RowCheckpoint> sBefore = captureAll(subject);
+            if (subject instanceof RouterChoices) {
+                RuntimeException se = attempt(() -> call.accept(subject));
+                if (se == null) {
+                    armRouter();
+                }
+                RuntimeException oe = attempt(() -> call.accept(oracle));
+                return divergence == null && compareOutcome(oe, se, oBefore, sBefore);
+            }
             RuntimeException oe = attempt(() -> call.accept(oracle));
             RuntimeException se = attempt(() -> call.accept(subject));
             return compareOutcome(oe, se, oBefore, sBefore);
+        }
+
+        /**
+         * Makes the reference's next call judge each MoE forward row's experts against the backend's (by row and
+         * position) and continue on the backend's; rows the backend did not report keep the reference's choice.
+         */
+        void armRouter() {
+            if (!(subject instanceof RouterChoices rc)) {
+                return;
+            }
+            java.util.Map<Long, int[]> theirs = new java.util.HashMap<>();
+            for (RouterChoices.Choice ch : rc.lastRouterChoices()) {
+                theirs.put(((long) ch.row() << 32) | (ch.position() & 0xffffffffL), ch.experts());
+            }
+            oracle.chooseExpertsNextCall((row, pos, probs, ours) -> {
+                int[] their = theirs.get(((long) row << 32) | (pos & 0xffffffffL));
+                if (their == null) {
+                    return ours;
+                }
+                if (divergence == null) {
+                    diverge(judge.routerChoice(row, pos, probs, ours, their, "backend chose"));
+                }
+                return divergence == null ? their : ours;
+            });
         }
 
         boolean compareOutcome(RuntimeException oe, RuntimeException se, List<RowCheckpoint> oBefore,
@@ -193,6 +229,9 @@ public final class Lockstep {
                     args.sampling()));
             if (se == null && !wellFormed(theirs[0], b, d.depth())) {
                 return false;
+            }
+            if (se == null) {
+                armRouter();
             }
             RuntimeException oe = attempt(() -> oracle.draft(args.pending(), d.depth(), args.steps(), args.sampling(),
                     (row, pos, lp, off, ours) -> {

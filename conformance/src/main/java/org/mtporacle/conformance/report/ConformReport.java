@@ -103,15 +103,24 @@ public record ConformReport(String tool, String created, long seed, int chains, 
      */
     public record Stats(long comparedTokens, long nearTies, long comparedCheckpoints, double maxKvNmse,
                         double maxHiddenNmse, long badCalls, double maxNearTieGap, List<Long> nearTieGaps,
-                        GapData gaps) {
+                        GapData gaps, org.mtporacle.conformance.compare.RouterTally router) {
         public Stats {
             nearTieGaps = nearTieGaps == null ? List.of() : List.copyOf(nearTieGaps);
+            router = router == null ? org.mtporacle.conformance.compare.RouterTally.NONE : router;
+        }
+
+        /** Stats without router comparisons (a dense layer, or a backend that does not report its choices). */
+        public Stats(long comparedTokens, long nearTies, long comparedCheckpoints, double maxKvNmse,
+                     double maxHiddenNmse, long badCalls, double maxNearTieGap, List<Long> nearTieGaps,
+                     GapData gaps) {
+            this(comparedTokens, nearTies, comparedCheckpoints, maxKvNmse, maxHiddenNmse, badCalls, maxNearTieGap,
+                    nearTieGaps, gaps, null);
         }
 
         public Stats(long comparedTokens, long nearTies, long comparedCheckpoints, double maxKvNmse,
                      double maxHiddenNmse, long badCalls, double maxNearTieGap) {
             this(comparedTokens, nearTies, comparedCheckpoints, maxKvNmse, maxHiddenNmse, badCalls, maxNearTieGap,
-                    List.of(), GapData.of(new GapHistogram()));
+                    List.of(), GapData.of(new GapHistogram()), null);
         }
 
         /** Stats of an entry that compared nothing. */

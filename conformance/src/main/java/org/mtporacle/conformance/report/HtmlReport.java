@@ -159,7 +159,11 @@ public final class HtmlReport {
                         : " (allowance " + number(allowance) + ")")
                 .append(pastAllowance > 0 ? "<br><span style=\"color:" + BAD + "\">" + pastAllowance
                         + " past it</span>" : "").append(bins.isEmpty() && s.nearTies() > 0
-                        ? "<br><span class=\"muted\">(gaps not recorded)</span>" : "").append("</div>");
+                        ? "<br><span class=\"muted\">(gaps not recorded)</span>" : "")
+                .append(s.router().compared() == 0 ? "" : String.format(Locale.ROOT, "<br>router: %d near-tie%s of %d "
+                        + "choices, largest %s (allowance %s)", s.router().nearTies(), s.router().nearTies() == 1
+                        ? "" : "s", s.router().compared(), number(s.router().maxGap()), number(allowance / 4)))
+                .append("</div>");
         return b.toString();
     }
 

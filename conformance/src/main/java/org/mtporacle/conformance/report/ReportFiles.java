@@ -257,7 +257,7 @@ public final class ReportFiles {
                 x.nearTies() + y.nearTies(), x.comparedCheckpoints() + y.comparedCheckpoints(),
                 Math.max(x.maxKvNmse(), y.maxKvNmse()), Math.max(x.maxHiddenNmse(), y.maxHiddenNmse()),
                 x.badCalls() + y.badCalls(), Math.max(x.maxNearTieGap(), y.maxNearTieGap()),
-                addBins(x.nearTieGaps(), y.nearTieGaps()), sum(x.gaps(), y.gaps()));
+                addBins(x.nearTieGaps(), y.nearTieGaps()), sum(x.gaps(), y.gaps()), x.router().plus(y.router()));
         ConformReport.Status st = f.isEmpty() ? ConformReport.Status.PASSED : ConformReport.Status.FAILED;
         return new ConformReport.Entry(a.backend(), a.profile(), a.options(), a.fixture(), a.fixtureRecipe(),
                 a.modelIdentity(), a.tolerance(), a.numerics(), st, a.reason(), a.chainsRun() + b.chainsRun(),

@@ -47,7 +47,11 @@ public final class TextReport {
         return String.format(Locale.ROOT, "%-22s %-10s %-9s %-11s %4d/%-4d %8.1f %10.2e %10d  %s%n",
                 l(e.profile()), l(e.fixture()), l(e.tolerance().name()), e.status().name().toLowerCase(Locale.ROOT), e.passed(),
                 e.chainsRun(), e.seconds() == 0 ? 0 : e.chainsRun() / e.seconds(), e.stats().maxKvNmse(),
-                e.stats().nearTies(), l(e.numerics()));
+                e.stats().nearTies(), l(e.numerics()))
+                + (e.stats().router().compared() == 0 ? "" : String.format(Locale.ROOT,
+                "%-22s router: %d choices compared, %d near-ties (max gap %.3g, allowance %.3g)%n", "",
+                e.stats().router().compared(), e.stats().router().nearTies(), e.stats().router().maxGap(),
+                e.tolerance().routerGap()));
     }
 
     /** Unavailable backends, the failures (first few in full), and the verdict. */

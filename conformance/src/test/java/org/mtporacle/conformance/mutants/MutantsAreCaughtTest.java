@@ -57,9 +57,13 @@ class MutantsAreCaughtTest {
         caught(mutation, Tolerance.F32);
     }
 
-    /** The bf16 profile's allowance is derived from data (conformance/SPEC.md); it must not let a real bug through. */
+    /**
+     * The bf16 profile's allowance is derived from data (conformance/SPEC.md); it must not let a real bug through. A
+     * router softmax in bf16 is not a bug under it: it is what a bf16 backend computes (spec §12.5).
+     */
     @ParameterizedTest(name = "{0}")
-    @EnumSource(value = Mutation.class, names = {"NONE", "APPEND_AFTER_CLOSE", "MODEL_CLOSE_IGNORED"}, mode = EnumSource.Mode.EXCLUDE)
+    @EnumSource(value = Mutation.class, names = {"NONE", "APPEND_AFTER_CLOSE", "MODEL_CLOSE_IGNORED",
+            "MOE_ROUTER_SOFTMAX_BF16"}, mode = EnumSource.Mode.EXCLUDE)
     void everyMutantIsCaughtUnderTheLooserBf16ProfileToo(Mutation mutation) throws Exception {
         caught(mutation, Tolerance.BF16);
     }

@@ -11,6 +11,7 @@ import org.mtporacle.api.MtpModel;
 import org.mtporacle.api.MtpWeights;
 import org.mtporacle.api.RowCheckpoint;
 import org.mtporacle.api.RowContract;
+import org.mtporacle.api.RouterChoices;
 import org.mtporacle.reference.kernels.KernelMode;
 import org.mtporacle.reference.kernels.Kernels;
 import org.mtporacle.reference.sampling.DraftSampler;
@@ -31,8 +32,22 @@ public final class SimpleBackend implements DraftModel {
     private final Kernels k = new Kernels(KernelMode.SCALAR, 1);
     private final Mutation bug;
     private volatile boolean modelClosed;
+    private final boolean tiesToHigherIndex;
+    /** The MoE router choices of the current call, and the row and position being forwarded (spec §12.5). */
+    private final List<RouterChoices.Choice> routing = new ArrayList<>();
+    private int routedRow;
+    private int routedPosition;
 
     public SimpleBackend(MtpModel model, Mutation bug) {
+        this(model, bug, false);
+    }
+
+    /**
+     * With {@code tiesToHigherIndex} the router breaks exactly equal probabilities towards the higher expert index,
+     * against spec §12.3 step 3: the kit must accept it as a router near-tie of gap 0 (conformance/SPEC.md).
+     */
+    public SimpleBackend(MtpModel model, Mutation bug, boolean tiesToHigherIndex) {
+        this.tiesToHigherIndex = tiesToHigherIndex;
         this.model = model;
         this.c = model.config();
         this.w = bug == Mutation.NORM_FOLD_APPLIED_TWICE ? foldAgain(model.weights()) : model.weights();
@@ -71,7 +86,12 @@ public final class SimpleBackend implements DraftModel {
         int roundStart;
     }
 
-    private final class Rows implements DraftRows {
+    private final class Rows implements DraftRows, RouterChoices {
+        @Override
+        public List<RouterChoices.Choice> lastRouterChoices() {
+            return List.copyOf(routing);
+        }
+
         List<Row> rows = new ArrayList<>();
         boolean round;
         int depth;
@@ -185,6 +205,7 @@ public final class SimpleBackend implements DraftModel {
         }
 
         private void doPrefill(HostTensor tokens, HostTensor context) {
+            routing.clear();
             RowContract.checkUsable("prefill", closed, null);
             RowContract.checkNoOpenRound("prefill", round);
             RowContract.checkHasRows("prefill", rows.size());
@@ -195,6 +216,7 @@ public final class SimpleBackend implements DraftModel {
             float[] ctx = context.toFloatArray();
             for (int b = 0; b < rows.size(); b++) {
                 Row r = rows.get(b);
+                routedRow = b;
                 if (r.hidden != null && bug != Mutation.MISSING_BRIDGE_ROW) {
                     forward(r, ids[b][0], r.hidden);
                 }
@@ -206,6 +228,7 @@ public final class SimpleBackend implements DraftModel {
         }
 
         private int[][] doDraft(int[] pending, int d, long[] steps, DraftSampling sampling) {
+            routing.clear();
             RowContract.checkUsable("draft", closed, null);
             RowContract.checkNoOpenRound("draft", round);
             RowContract.checkHasRows("draft", rows.size());
@@ -218,6 +241,7 @@ public final class SimpleBackend implements DraftModel {
             int[][] out = new int[rows.size()][d];
             for (int b = 0; b < rows.size(); b++) {
                 Row r = rows.get(b);
+                routedRow = b;
                 r.roundStart = r.keys.size();
                 int id = pending[b];
                 float[] hin = r.hidden;
@@ -245,6 +269,7 @@ public final class SimpleBackend implements DraftModel {
         }
 
         private void doCommit(int[] accepted, HostTensor context) {
+            routing.clear();
             RowContract.checkUsable("commit", closed, null);
             if (!round) {
                 throw MtpException.illegalState("commit: no draft round is open");
@@ -256,6 +281,7 @@ public final class SimpleBackend implements DraftModel {
             float[] ctx = context.toFloatArray();
             for (int b = 0; b < rows.size(); b++) {
                 Row r = rows.get(b);
+                routedRow = b;
                 int appended = Math.max(1, depth);
                 int kept = Math.min(accepted[b] + (bug == Mutation.OFF_BY_ONE_KEPT_COUNT ? 0 : 1), appended);
                 while (r.keys.size() > r.roundStart + kept) {
@@ -347,6 +373,7 @@ public final class SimpleBackend implements DraftModel {
         k.matmul(qg, 0, w.qProj(), a, 0, 1);
         k.matmul(kk, 0, w.kProj(), a, 0, 1);
         k.matmul(vv, 0, w.vProj(), a, 0, 1);
+        routedPosition = r.keys.size();
         int pos = r.keys.size() + (bug == Mutation.WRONG_ROPE_POSITION ? 1 : 0);
         float[] q = new float[nH * d];
         for (int j = 0; j < nH; j++) {
@@ -436,7 +463,7 @@ public final class SimpleBackend implements DraftModel {
         for (int j = 0; j < chosen.length; j++) {
             int best = -1;
             for (int i = 0; i < e; i++) {
-                if (!taken[i] && (best < 0 || p[i] > p[best])) {
+                if (!taken[i] && (best < 0 || p[i] > p[best] || tiesToHigherIndex && p[i] == p[best])) {
                     best = i;
                 }
             }
@@ -444,6 +471,10 @@ public final class SimpleBackend implements DraftModel {
             chosen[j] = best;
             total += p[best];
         }
+        final int row = routedRow;
+        final int position = routedPosition;
+        routing.removeIf(x -> x.row() == row && x.position() == position);
+        routing.add(new RouterChoices.Choice(row, position, chosen));
         float[] out = new float[h];
         for (int expert : chosen) {
             float weight = moe.normTopK() && bug != Mutation.MOE_TOPK_NOT_RENORMALISED ? p[expert] / total : p[expert];

@@ -1,4 +1,4 @@
-package org.mtporacle.conformance.lockstep;
+package org.mtporacle.conformance.compare;
 
 import java.util.Arrays;
 
