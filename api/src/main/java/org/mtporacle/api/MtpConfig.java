@@ -16,6 +16,14 @@ package org.mtporacle.api;
  */
 public record MtpConfig(int hiddenSize, int numHeads, int numKvHeads, int headDim, int rotaryDims, double ropeTheta,
                         double rmsNormEps, int vocabSize, int intermediateSize) {
+    /**
+     * The widest per-token vector a block may have, in elements: H, 2·H (the fc input), 2·nH·D (q_proj with its
+     * gate), nKV·D, I and V are each at most 2^24. Real models are far below (V ≈ 2^18); the bound keeps every
+     * product of a width and a token or position count that the kernels form in {@code int} checkable, and makes a
+     * config whose shape arithmetic would overflow (a head count near 2^30) an INCOMPATIBLE_MODEL here, not a crash
+     * later.
+     */
+    public static final long MAX_WIDTH = 1L << 24;
 
     /** @throws MtpException INCOMPATIBLE_MODEL when a value is out of range or inconsistent */
     public MtpConfig {
@@ -30,6 +38,16 @@ public record MtpConfig(int hiddenSize, int numHeads, int numKvHeads, int headDi
         check(rmsNormEps > 0 && Double.isFinite(rmsNormEps), "rms_norm_eps = " + rmsNormEps + " must be positive");
         check(vocabSize > 0, "vocab_size = " + vocabSize + " must be positive");
         check(intermediateSize > 0, "intermediate size = " + intermediateSize + " must be positive");
+        width("hidden_size × 2 (the fc input)", 2L * hiddenSize);
+        width("num_attention_heads × head_dim × 2 (q_proj with its gate)", 2L * numHeads * headDim);
+        width("num_key_value_heads × head_dim", (long) numKvHeads * headDim);
+        width("intermediate size", intermediateSize);
+        width("vocab_size", vocabSize);
+    }
+
+    private static void width(String what, long elements) {
+        check(elements <= MAX_WIDTH, what + " = " + elements + " elements, more than the " + MAX_WIDTH
+                + " per token a block may have");
     }
 
     /** nH / nKV: query heads sharing one KV head (spec §1.5 step 7). */

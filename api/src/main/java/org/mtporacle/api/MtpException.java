@@ -5,7 +5,9 @@ import java.util.Objects;
 /**
  * The one exception type of the contract: every failure a backend, the model reader or the reference reports is an
  * {@code MtpException} of one of a closed set of {@link Kind kinds}. Messages follow the form
- * {@code operation: what is wrong, actual vs expected (spec §)}.
+ * {@code operation: what is wrong, actual vs expected (spec §)}, on one line: control characters in a message (a
+ * newline inside a file's string, a native library's text) are escaped by {@link UntrustedText#line}, so a message
+ * cannot split into a fake second line.
  *
  * <p>Unless the kind is {@link Kind#BACKEND_FAILURE} on a group that says it is poisoned, a failed call leaves the
  * object it was called on unchanged (spec §11.1).
@@ -34,12 +36,12 @@ public final class MtpException extends RuntimeException {
     private final Kind kind;
 
     public MtpException(Kind kind, String message) {
-        super(message);
+        super(UntrustedText.line(message));
         this.kind = Objects.requireNonNull(kind, "kind");
     }
 
     public MtpException(Kind kind, String message, Throwable cause) {
-        super(message, cause);
+        super(UntrustedText.line(message), cause);
         this.kind = Objects.requireNonNull(kind, "kind");
     }
 

@@ -204,6 +204,10 @@ public final class RowContract {
             throw MtpException.incompatibleCheckpoint(where + " has invalid paired alignment: draftOffset = "
                     + cp.draftOffset() + " with processedTokens = " + p + ", expected draftOffset = P − 1 (spec §6)");
         }
+        if ((long) (p - 1) * c.headDim() > Integer.MAX_VALUE) {
+            throw MtpException.incompatibleCheckpoint(where + " has P − 1 = " + (p - 1) + " positions of " + c.headDim()
+                    + " values per head, more than the 2^31 − 1 a head's cache can hold");
+        }
         int[] kvShape = {1, c.numKvHeads(), p - 1, c.headDim()};
         if (p == 1) {
             if (cp.keys() != null || cp.values() != null) {

@@ -3,6 +3,7 @@ package org.mtporacle.io;
 import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.RowCheckpoint;
+import org.mtporacle.api.UntrustedText;
 
 import java.nio.file.Path;
 import java.util.Map;
@@ -19,6 +20,8 @@ import java.util.Set;
 public final class CheckpointFiles {
     /** {@code __metadata__ format} of checkpoint files. */
     public static final String FORMAT = "mtp-oracle-checkpoint/1";
+    /** The largest checkpoint file read: 1 GiB holds 2^18 positions of a bf16 KV with nKV·D = 1024. */
+    public static final long MAX_BYTES = 1L << 30;
     private static final Set<String> TENSORS = Set.of("keys", "values", "hidden");
 
     private CheckpointFiles() {
@@ -42,35 +45,46 @@ public final class CheckpointFiles {
     }
 
     /**
-     * Reads a checkpoint file; the tensors are copied to the heap, so the file is closed when this returns.
+     * Reads a checkpoint file of at most {@link #MAX_BYTES}, checked before it is mapped. The tensors are views of
+     * the read-only mapping (released by the garbage collector), never heap copies: restoring copies what the model's
+     * shape allows, after {@code RowContract.checkpoint} has checked it.
      *
      * @throws MtpException MALFORMED_FILE naming the file and what is wrong
      */
     public static RowCheckpoint read(Path file) {
-        try (SafetensorsFile f = SafetensorsFile.open(file)) {
-            String where = "checkpoint " + file;
-            Map<String, String> meta = f.metadata();
-            if (!FORMAT.equals(meta.get("format"))) {
-                throw MtpException.malformedFile(where + ": metadata format '" + meta.get("format") + "', expected '"
-                        + FORMAT + "'");
+        String where = "checkpoint " + UntrustedText.path(file);
+        try {
+            java.nio.file.attribute.BasicFileAttributes a = java.nio.file.Files.readAttributes(file,
+                    java.nio.file.attribute.BasicFileAttributes.class);
+            if (!a.isRegularFile() || a.size() > MAX_BYTES) {
+                throw MtpException.malformedFile(where + ": " + (a.isRegularFile() ? a.size() + " bytes, more than the "
+                        + MAX_BYTES + " a checkpoint file may have" : "not a regular file"));
             }
-            for (String name : f.names()) {
-                if (!TENSORS.contains(name)) {
-                    throw MtpException.malformedFile(where + ": unexpected tensor '" + name
-                            + "' (expected keys, values, hidden)");
-                }
-            }
-            if (!f.contains("hidden")) {
-                throw MtpException.malformedFile(where + ": no 'hidden' tensor");
-            }
-            return new RowCheckpoint(text(meta, "schema", where), integer(meta, "processedTokens", where),
-                    integer(meta, "draftOffset", where), text(meta, "modelIdentity", where),
-                    copy(f, "keys"), copy(f, "values"), f.tensor("hidden").copy());
+        } catch (java.io.IOException e) {
+            throw MtpException.malformedFile(where + ": cannot read (" + UntrustedText.line(e.toString()) + ")");
         }
+        SafetensorsFile f = SafetensorsFile.open(file, true);
+        Map<String, String> meta = f.metadata();
+        if (!FORMAT.equals(meta.get("format"))) {
+            throw MtpException.malformedFile(where + ": metadata format " + UntrustedText.quote(meta.get("format"))
+                    + ", expected '" + FORMAT + "'");
+        }
+        for (String name : f.names()) {
+            if (!TENSORS.contains(name)) {
+                throw MtpException.malformedFile(where + ": unexpected tensor " + UntrustedText.quote(name)
+                        + " (expected keys, values, hidden)");
+            }
+        }
+        if (!f.contains("hidden")) {
+            throw MtpException.malformedFile(where + ": no 'hidden' tensor");
+        }
+        return new RowCheckpoint(text(meta, "schema", where), integer(meta, "processedTokens", where),
+                integer(meta, "draftOffset", where), text(meta, "modelIdentity", where),
+                view(f, "keys"), view(f, "values"), f.tensor("hidden"));
     }
 
-    private static HostTensor copy(SafetensorsFile f, String name) {
-        return f.contains(name) ? f.tensor(name).copy() : null;
+    private static HostTensor view(SafetensorsFile f, String name) {
+        return f.contains(name) ? f.tensor(name) : null;
     }
 
     private static String text(Map<String, String> meta, String key, String where) {
@@ -86,7 +100,8 @@ public final class CheckpointFiles {
         try {
             return Integer.parseInt(v);
         } catch (NumberFormatException e) {
-            throw MtpException.malformedFile(where + ": metadata '" + key + "' = '" + v + "' is not an integer");
+            throw MtpException.malformedFile(where + ": metadata '" + key + "' = " + UntrustedText.quote(v)
+                    + " is not an integer");
         }
     }
 }

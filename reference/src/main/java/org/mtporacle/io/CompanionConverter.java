@@ -12,6 +12,7 @@ import java.util.TreeMap;
 import java.util.TreeSet;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import org.mtporacle.api.DType;
@@ -207,9 +208,10 @@ public final class CompanionConverter {
 
     private static void writeConfig(Path in, Path out, boolean tied, Options o, Map<String, String> storage)
             throws IOException {
-        JsonNode src = SafetensorsFile.JSON.readTree(Files.readAllBytes(in));
+        JsonNode src = StrictJson.read(in, ModelConfigReader.MAX_CONFIG_BYTES, "config");
         JsonNode text = src.has("text_config") && src.get("text_config").isObject() ? src.get("text_config") : src;
-        ObjectNode root = SafetensorsFile.JSON.createObjectNode();
+        ObjectMapper json = new ObjectMapper();
+        ObjectNode root = json.createObjectNode();
         root.putArray("architectures").add("Qwen3_5MTP");
         root.put("model_type", ModelConfigReader.COMPANION_MODEL_TYPE);
         root.put("tie_word_embeddings", tied);
@@ -235,6 +237,6 @@ public final class CompanionConverter {
             });
             dense.forEach(m -> q.put(m, false));
         }
-        Files.writeString(out, SafetensorsFile.JSON.writerWithDefaultPrettyPrinter().writeValueAsString(root) + "\n");
+        Files.writeString(out, json.writerWithDefaultPrettyPrinter().writeValueAsString(root) + "\n");
     }
 }

@@ -1,13 +1,11 @@
 package org.mtporacle.io;
 
-import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 
 import org.mtporacle.api.MtpException;
+import org.mtporacle.api.UntrustedText;
 
 /**
  * Reads {@code config.json} in the three layouts an MTP model comes in (spec §1.3): Qwen3.5 (text parameters nested
@@ -27,26 +25,13 @@ public final class ModelConfigReader {
     /**
      * Reads {@code configJson}.
      *
-     * @throws MtpException MALFORMED_FILE when it is not a JSON object or larger than {@link #MAX_CONFIG_BYTES};
+     * @throws MtpException MALFORMED_FILE when {@link StrictJson#read} refuses it (limit {@link #MAX_CONFIG_BYTES});
      *                      INCOMPATIBLE_MODEL when a field is missing
      *                      or has the wrong type
      */
     public static ModelConfig read(Path configJson) {
-        JsonNode root;
-        try {
-            long size = Files.size(configJson);
-            if (size > MAX_CONFIG_BYTES) {
-                throw MtpException.malformedFile("config " + configJson + ": " + size + " bytes, more than the "
-                        + MAX_CONFIG_BYTES + " a config.json may have");
-            }
-            root = SafetensorsFile.JSON.readTree(Files.readAllBytes(configJson));
-        } catch (JsonProcessingException e) {
-            throw MtpException.malformedFile("config " + configJson + ": not valid JSON: " + e.getOriginalMessage());
-        } catch (IOException e) {
-            throw new MtpException(MtpException.Kind.INCOMPATIBLE_MODEL, "config " + configJson + ": cannot read: "
-                    + e, e);
-        }
-        return parse(root, configJson.toString());
+        JsonNode root = StrictJson.read(configJson, MAX_CONFIG_BYTES, "config");
+        return parse(root, UntrustedText.path(configJson));
     }
 
     /** Interprets an already parsed config; {@code source} names it in messages. */
@@ -128,7 +113,7 @@ public final class ModelConfigReader {
                 continue;
             }
             if (!f.value().isNumber()) {
-                throw MtpException.incompatibleModel("config " + source + ": " + f.name() + " = " + f.value()
+                throw MtpException.incompatibleModel("config " + source + ": " + f.name() + " = " + StrictJson.describe(f.value())
                         + ", expected a number (spec §1.3)");
             }
             return f.value().doubleValue();
@@ -155,7 +140,7 @@ public final class ModelConfigReader {
             return null;
         }
         if (!v.isIntegralNumber() || !v.canConvertToInt()) {
-            throw MtpException.incompatibleModel("config " + source + ": " + prefix + name + " = " + v
+            throw MtpException.incompatibleModel("config " + source + ": " + prefix + name + " = " + StrictJson.describe(v)
                     + ", expected an integer (spec §1.3)");
         }
         return v.intValue();

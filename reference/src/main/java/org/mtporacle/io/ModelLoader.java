@@ -60,7 +60,9 @@ public final class ModelLoader {
      * that file).
      *
      * @throws MtpException INCOMPATIBLE_MODEL for a missing config, tensor or quantization spec, a shape mismatch, an
-     *                      undeterminable layout, an inconsistent MoE layer (spec §12.2) or a NaN or infinite weight; MALFORMED_FILE for a
+     *                      undeterminable layout, an inconsistent MoE layer (spec §12.2), a NaN or infinite weight
+     *                      or finite weights that could overflow the block's f32 arithmetic ({@link BlockBounds});
+     *                      MALFORMED_FILE for a
      *                      malformed file
      */
     public static MtpModel load(Path path) {
@@ -91,6 +93,7 @@ public final class ModelLoader {
         MtpWeights weights = assemble(cfg, blocks, head.embedding(), head.head());
         int inter = weights.mlp() instanceof MlpWeights.Moe moe ? moe.expertWidth() : weights.gateProj().outFeatures();
         MtpConfig config = cfg.toMtpConfig(weights.embedding().outFeatures(), inter);
+        BlockBounds.require(config, weights, dir);
         List<String> warnings = new ArrayList<>(head.warnings());
         String suspicious = NormFolding.suspiciousNorm(layout, weights.preFcNormEmbedding());
         if (suspicious != null) {

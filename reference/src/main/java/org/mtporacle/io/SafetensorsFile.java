@@ -21,16 +21,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
-import com.fasterxml.jackson.core.JsonParser;
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.json.JsonMapper;
 
 import org.mtporacle.api.DType;
 import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.MtpException;
+import org.mtporacle.api.UntrustedText;
 
 /**
  * One safetensors file, memory-mapped read-only: an 8-byte little-endian header length {@code n}, {@code n} bytes of
@@ -60,10 +57,8 @@ public final class SafetensorsFile implements TensorStore {
         }
     }
 
-    static final ObjectMapper JSON = JsonMapper.builder()
-            .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION)
-            .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
-            .build();
+    /** For writing headers and reports; every read of untrusted JSON goes through {@link StrictJson}. */
+    static final ObjectMapper JSON = new ObjectMapper();
 
     private final Path path;
     private final Arena arena; // null when the mapping is managed by the garbage collector
@@ -142,15 +137,8 @@ public final class SafetensorsFile implements TensorStore {
         } catch (CharacterCodingException e) {
             throw malformed(path, "header is not valid UTF-8 (" + e.getMessage() + ")");
         }
-        JsonNode root;
-        try {
-            root = JSON.readTree(text);
-        } catch (JsonProcessingException e) {
-            throw malformed(path, "header is not valid JSON: " + e.getOriginalMessage());
-        }
-        if (root == null || !root.isObject()) {
-            throw malformed(path, "header is not a JSON object");
-        }
+        JsonNode root = StrictJson.parse(text.getBytes(StandardCharsets.UTF_8), "safetensors "
+                + UntrustedText.path(path) + ": header");
         Map<String, TensorInfo> tensors = new TreeMap<>();
         for (Map.Entry<String, JsonNode> e : root.properties()) {
             String name = e.getKey();
@@ -255,7 +243,7 @@ public final class SafetensorsFile implements TensorStore {
     }
 
     private static MtpException malformed(Path path, String what) {
-        return MtpException.malformedFile("safetensors " + path + ": " + what);
+        return MtpException.malformedFile("safetensors " + UntrustedText.path(path) + ": " + what);
     }
 
     public Path path() {
@@ -270,6 +258,11 @@ public final class SafetensorsFile implements TensorStore {
     /** The header's JSON length {@code n}; the data section starts at byte {@code 8 + n}. */
     public long headerBytes() {
         return headerBytes;
+    }
+
+    /** The size of the data section in bytes. */
+    public long dataBytes() {
+        return data.byteSize();
     }
 
     /** Where {@code name} lives, or null when there is no such tensor. */

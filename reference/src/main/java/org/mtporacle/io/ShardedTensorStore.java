@@ -10,11 +10,11 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.stream.Stream;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 
 import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.MtpException;
+import org.mtporacle.api.UntrustedText;
 
 /**
  * Tensors spread over several safetensors files of one directory. With {@code model.safetensors.index.json} the
@@ -100,42 +100,29 @@ public final class ShardedTensorStore implements TensorStore {
     }
 
     private static ShardedTensorStore fromIndex(Path dir, Path index, boolean gcManaged) {
-        JsonNode root;
-        try {
-            long size = Files.size(index);
-            if (size > MAX_INDEX_BYTES) {
-                throw MtpException.malformedFile("shard index " + index + ": " + size + " bytes, more than the "
-                        + MAX_INDEX_BYTES + " an index may have");
-            }
-            root = SafetensorsFile.JSON.readTree(Files.readAllBytes(index));
-        } catch (JsonProcessingException e) {
-            throw MtpException.malformedFile("shard index " + index + ": not valid JSON: " + e.getOriginalMessage());
-        } catch (IOException e) {
-            throw new MtpException(MtpException.Kind.MALFORMED_FILE, "shard index " + index + ": cannot read: " + e, e);
-        }
-        JsonNode map = root == null ? null : root.get("weight_map");
+        JsonNode root = StrictJson.read(index, MAX_INDEX_BYTES, "shard index");
+        JsonNode map = root.get("weight_map");
         if (map == null || !map.isObject()) {
-            throw MtpException.malformedFile("shard index " + index + ": no weight_map object");
+            throw MtpException.malformedFile("shard index " + UntrustedText.path(index) + ": no weight_map object");
         }
+        String where = "shard index " + UntrustedText.path(index);
         Map<String, String> weightMap = new TreeMap<>();
         for (Map.Entry<String, JsonNode> e : map.properties()) {
-            String shard = e.getValue().isTextual() ? e.getValue().textValue() : null;
-            if (shard == null || shard.isEmpty() || shard.contains("/") || shard.contains("\\") || shard.equals("..")) {
-                throw MtpException.malformedFile("shard index " + index + ": tensor '" + e.getKey() + "' maps to "
-                        + e.getValue() + ", expected a file name in " + dir);
+            if (!e.getValue().isTextual()) {
+                throw MtpException.malformedFile(where + ": tensor " + UntrustedText.quote(e.getKey()) + " maps to "
+                        + StrictJson.describe(e.getValue()) + ", expected a file name in " + UntrustedText.path(dir));
             }
+            String shard = e.getValue().textValue();
+            DocumentFiles.checkName(shard, where + ": the shard of tensor " + UntrustedText.quote(e.getKey()));
             weightMap.put(e.getKey(), shard);
         }
         List<Path> files = new ArrayList<>();
         for (String shard : new java.util.TreeSet<>(weightMap.values())) {
-            Path f = dir.resolve(shard);
-            if (!Files.isRegularFile(f)) {
-                String example = weightMap.entrySet().stream().filter(x -> x.getValue().equals(shard)).findFirst()
-                        .orElseThrow().getKey();
-                throw MtpException.malformedFile("shard index " + index + ": shard file " + shard + " (listed for '"
-                        + example + "') does not exist");
-            }
-            files.add(f);
+            String example = weightMap.entrySet().stream().filter(x -> x.getValue().equals(shard)).findFirst()
+                    .orElseThrow().getKey();
+            // shards are mapped, never copied, so any size is fine; the name and the file type are checked
+            files.add(DocumentFiles.inFolder(dir, shard, Long.MAX_VALUE, where + ": the shard of tensor "
+                    + UntrustedText.quote(example)));
         }
         ShardedTensorStore store = ofFiles(files, gcManaged);
         for (Map.Entry<String, String> e : weightMap.entrySet()) {

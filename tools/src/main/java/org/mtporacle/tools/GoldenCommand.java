@@ -3,6 +3,7 @@ package org.mtporacle.tools;
 import org.mtporacle.api.DraftModel;
 import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.MtpException;
+import org.mtporacle.api.UntrustedText;
 import org.mtporacle.api.MtpModel;
 import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.FixtureRecipe;
@@ -184,10 +185,10 @@ final class GoldenCommand implements Runnable {
             }
             if (!r.ok()) {
                 if (!quiet.quiet) {
-                    r.lines().forEach(l -> System.out.println("     " + l));
+                    r.lines().forEach(l -> System.out.println("     " + UntrustedText.line(l)));
                 }
                 r.findings().forEach(x -> System.out.println("     step " + x.actionIndex() + " (" + x.side() + "): "
-                        + x.message()));
+                        + UntrustedText.line(x.message())));
             }
         }
     }

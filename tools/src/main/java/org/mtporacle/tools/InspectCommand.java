@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.MtpException;
+import org.mtporacle.api.UntrustedText;
 import org.mtporacle.api.RowCheckpoint;
 import org.mtporacle.conformance.chain.Action;
 import org.mtporacle.conformance.golden.CheckpointDigest;
@@ -182,19 +183,21 @@ final class InspectCommand implements Callable<Integer> {
                 c.rotaryDims(), c.ropeTheta(), c.vocabSize(), c.intermediateSize(), c.rmsNormEps());
     }
 
+    /** Prints the summary; every key and value may come from the file, so each is kept to one line. */
     private static void print(Map<String, Object> m, String indent) {
         for (Map.Entry<String, Object> e : m.entrySet()) {
             Object v = e.getValue();
+            String key = UntrustedText.line(e.getKey());
             if (v instanceof Map<?, ?> sub && !sub.isEmpty() && !e.getKey().endsWith("Options")) {
-                System.out.println(indent + e.getKey() + ":");
+                System.out.println(indent + key + ":");
                 @SuppressWarnings("unchecked")
                 Map<String, Object> s = (Map<String, Object>) sub;
                 print(s, indent + "  ");
             } else if (v instanceof List<?> list) {
-                System.out.println(indent + e.getKey() + ":");
-                list.forEach(x -> System.out.println(indent + "  " + x));
+                System.out.println(indent + key + ":");
+                list.forEach(x -> System.out.println(indent + "  " + UntrustedText.line(String.valueOf(x))));
             } else {
-                System.out.println(indent + e.getKey() + ": " + v);
+                System.out.println(indent + key + ": " + UntrustedText.line(String.valueOf(v)));
             }
         }
     }

@@ -5,6 +5,7 @@ import org.mtporacle.conformance.golden.GoldenTrace.Expect;
 import org.mtporacle.conformance.golden.GoldenTrace.RowState;
 import org.mtporacle.conformance.golden.GoldenTrace.Step;
 import org.mtporacle.conformance.compare.Nmse;
+import org.mtporacle.io.DocumentFiles;
 import org.mtporacle.io.SafetensorsFile;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -72,12 +73,12 @@ public final class GoldenDiff {
         String where = "golden " + file;
         GoldenTrace t = GoldenFiles.fromJson(GoldenFiles.parse(file, where), where);
         Map<String, HostTensor> tensors = new LinkedHashMap<>();
-        Path st = file.toAbsolutePath().resolveSibling(t.tensorsFile());
+        Path st = file.toAbsolutePath().resolveSibling(t.tensorsFile()); // a plain file name: fromJson checked it
         if (Files.isRegularFile(st)) {
-            try (SafetensorsFile f = SafetensorsFile.open(st)) {
-                for (String n : f.names()) {
-                    tensors.put(n, f.tensor(n).copy());
-                }
+            SafetensorsFile f = SafetensorsFile.open(DocumentFiles.sibling(file, t.tensorsFile(),
+                    GoldenFiles.MAX_TENSOR_BYTES, where + ": tensors.file"), true); // mapped, not copied
+            for (String n : f.names()) {
+                tensors.put(n, f.tensor(n));
             }
         }
         return new Loaded(t, tensors);

@@ -9,16 +9,19 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.MtpConfig;
 import org.mtporacle.api.MtpException;
+import org.mtporacle.api.RowContract;
+import org.mtporacle.api.UntrustedText;
 import org.mtporacle.api.RowSampler;
 import org.mtporacle.conformance.golden.GoldenTrace.Expect;
 import org.mtporacle.conformance.golden.GoldenTrace.RowState;
 import org.mtporacle.conformance.golden.GoldenTrace.Source;
 import org.mtporacle.conformance.golden.GoldenTrace.Step;
+import org.mtporacle.io.DocumentFiles;
 import org.mtporacle.io.SafetensorsFile;
+import org.mtporacle.io.StrictJson;
 import org.mtporacle.io.SafetensorsWriter;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -33,11 +36,18 @@ import java.util.TreeMap;
  * every malformed field fails naming its JSON path.
  */
 public final class GoldenFiles {
+    /** For writing; reading goes through {@link StrictJson}, with the same exact decimals. */
     private static final ObjectMapper JSON = new ObjectMapper()
             .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
             .setNodeFactory(JsonNodeFactory.withExactBigDecimals(true));
     /** Golden JSON larger than this is refused before parsing. */
     public static final long MAX_JSON_BYTES = 64L * 1024 * 1024;
+    /** The companion tensors file is refused above this size, before it is mapped (the committed ones are KiBs). */
+    public static final long MAX_TENSOR_BYTES = 1L << 30;
+    /** At most this many steps per trace. */
+    public static final int MAX_STEPS = 65_536;
+    /** At most this many rows in the group, and entries in any per-row list. */
+    public static final int MAX_ROWS = 4096;
 
     private GoldenFiles() {
     }
@@ -59,12 +69,9 @@ public final class GoldenFiles {
     /** True when {@code file} looks like a golden trace (its JSON {@code format} field), without verifying it. */
     public static boolean isGolden(Path file) {
         try {
-            if (!Files.isRegularFile(file) || Files.size(file) > MAX_JSON_BYTES) {
-                return false;
-            }
-            JsonNode root = JSON.readTree(file.toFile());
-            return root != null && GoldenTrace.FORMAT.equals(root.path("format").asText());
-        } catch (IOException e) {
+            return GoldenTrace.FORMAT.equals(StrictJson.read(file, MAX_JSON_BYTES, "golden").path("format")
+                    .asText());
+        } catch (MtpException e) {
             return false;
         }
     }
@@ -101,15 +108,14 @@ public final class GoldenFiles {
      * @throws MtpException MALFORMED_FILE for unreadable JSON, a wrong format, a checksum mismatch or a bad field
      */
     public static Golden read(Path file) {
-        String where = "golden " + file;
+        String where = "golden " + UntrustedText.path(file);
         ObjectNode root = parse(file, where);
-        String format = root.path("format").asText(null);
+        String format = StrictJson.optText(root, "format", where);
         if (!GoldenTrace.FORMAT.equals(format)) {
-            throw MtpException.malformedFile(where + (format == null ? ": no \"format\"" : ": format '" + format
-                    + "'") + ", expected '" + GoldenTrace.FORMAT
-                    + "'");
+            throw MtpException.malformedFile(where + (format == null ? ": no \"format\"" : ": format "
+                    + UntrustedText.quote(format)) + ", expected '" + GoldenTrace.FORMAT + "'");
         }
-        String recorded = root.path("contentSha256").asText(null);
+        String recorded = StrictJson.optText(root, "contentSha256", where);
         ObjectNode content = root.deepCopy();
         content.remove("contentSha256");
         String actual = JsonText.canonicalSha256(content);
@@ -119,34 +125,29 @@ public final class GoldenFiles {
         }
         if (!recorded.equals(actual)) {
             throw MtpException.malformedFile(where + ": contentSha256 mismatch, the JSON was changed after it was "
-                    + "written: canonical JSON hashes to " + actual + ", the file says " + recorded);
+                    + "written: canonical JSON hashes to " + actual + ", the file says " + UntrustedText.quote(recorded));
         }
         GoldenTrace trace = fromJson(root, where);
-        Path st = file.toAbsolutePath().resolveSibling(trace.tensorsFile());
-        byte[] bytes;
-        try {
-            bytes = Files.readAllBytes(st);
-        } catch (IOException e) {
-            throw MtpException.malformedFile(where + ": cannot read its tensors file " + st + " (" + e + ")");
-        }
-        String sha = JsonText.sha256(bytes);
+        Path st = DocumentFiles.sibling(file, trace.tensorsFile(), MAX_TENSOR_BYTES, where + ": tensors.file");
+        // the digest first: a file other than the one the trace vouches for is never parsed
+        String sha = DocumentFiles.sha256(st, where + ": tensors.file");
         if (!sha.equals(trace.tensorsSha256())) {
             throw MtpException.malformedFile(where + ": tensors.sha256 mismatch, " + trace.tensorsFile()
                     + " was changed or corrupted: it hashes to " + sha + ", the trace says " + trace.tensorsSha256());
         }
+        // mapped, not copied: the views stay valid while the golden is reachable
+        SafetensorsFile f = SafetensorsFile.open(st, true);
+        long tensorBytes = 8 + f.headerBytes() + f.dataBytes();
         Map<String, HostTensor> tensors = new LinkedHashMap<>();
-        try (SafetensorsFile f = SafetensorsFile.open(st)) {
-            Map<String, String> expected = Map.of("format", GoldenTrace.FORMAT, "golden", trace.name());
-            for (Map.Entry<String, String> m : expected.entrySet()) {
-                if (!m.getValue().equals(f.metadata().get(m.getKey()))) {
-                    throw MtpException.malformedFile(where + ": " + trace.tensorsFile() + " __metadata__." + m.getKey()
-                            + " = " + quoted(f.metadata().get(m.getKey())) + ", expected '" + m.getValue()
-                            + "' (golden/README.md)");
-                }
+        for (Map.Entry<String, String> m : Map.of("format", GoldenTrace.FORMAT, "golden", trace.name()).entrySet()) {
+            if (!m.getValue().equals(f.metadata().get(m.getKey()))) {
+                throw MtpException.malformedFile(where + ": " + trace.tensorsFile() + " __metadata__." + m.getKey()
+                        + " = " + quoted(f.metadata().get(m.getKey())) + ", expected '" + m.getValue()
+                        + "' (golden/README.md)");
             }
-            for (String n : f.names()) {
-                tensors.put(n, f.tensor(n).copy());
-            }
+        }
+        for (String n : f.names()) {
+            tensors.put(n, f.tensor(n));
         }
         long jsonBytes;
         try {
@@ -154,7 +155,7 @@ public final class GoldenFiles {
         } catch (IOException e) {
             jsonBytes = -1;
         }
-        return new Golden(file, trace, tensors, jsonBytes, bytes.length);
+        return new Golden(file, trace, tensors, jsonBytes, tensorBytes);
     }
 
     /** {@code v} as a JSON string (control characters escaped, at most 80 characters kept), or "absent". */
@@ -165,26 +166,12 @@ public final class GoldenFiles {
 
     /** The JSON object of {@code file} without checking checksums (for diff and inspect of damaged files). */
     public static ObjectNode parse(Path file, String where) {
-        JsonNode root;
-        try {
-            if (Files.size(file) > MAX_JSON_BYTES) {
-                throw MtpException.malformedFile(where + ": " + Files.size(file) + " bytes, more than the "
-                        + MAX_JSON_BYTES + " a golden may have");
-            }
-            root = JSON.readTree(Files.readString(file, StandardCharsets.UTF_8));
-        } catch (IOException e) {
-            throw MtpException.malformedFile(where + ": not readable JSON (" + e.getMessage().lines().findFirst()
-                    .orElse("") + ")");
-        }
-        if (root == null || !root.isObject()) {
-            throw MtpException.malformedFile(where + ": expected a JSON object");
-        }
-        return (ObjectNode) root;
+        return StrictJson.read(file, MAX_JSON_BYTES, "golden");
     }
 
     /** The trace in {@code file} without checking checksums or reading tensors (for inspect and diff). */
     public static GoldenTrace fromJsonUnchecked(Path file) {
-        String where = "golden " + file;
+        String where = "golden " + UntrustedText.path(file);
         return fromJson(parse(file, where), where);
     }
 
@@ -324,133 +311,162 @@ public final class GoldenFiles {
         }
     }
 
-    // ---- from JSON ----
+    // ---- from JSON: every required field present with its type, every list bounded and of the right length ----
 
     static GoldenTrace fromJson(ObjectNode root, String where) {
-        JsonNode m = object(root, "model", where);
-        JsonNode c = object(m, "config", where + ": model");
+        JsonNode m = StrictJson.object(root, "model", where);
         String w = where + ": model.config";
+        JsonNode c = StrictJson.object(m, "config", where + ": model");
         MtpConfig config;
         try {
-            config = new MtpConfig(integer(c, "hiddenSize", w), integer(c, "numHeads", w),
-                    integer(c, "numKvHeads", w), integer(c, "headDim", w), integer(c, "rotaryDims", w),
-                    number(c, "ropeTheta", w), number(c, "rmsNormEps", w), integer(c, "vocabSize", w),
-                    integer(c, "intermediateSize", w));
+            config = new MtpConfig(StrictJson.integer(c, "hiddenSize", w), StrictJson.integer(c, "numHeads", w),
+                    StrictJson.integer(c, "numKvHeads", w), StrictJson.integer(c, "headDim", w),
+                    StrictJson.integer(c, "rotaryDims", w), StrictJson.number(c, "ropeTheta", w),
+                    StrictJson.number(c, "rmsNormEps", w), StrictJson.integer(c, "vocabSize", w),
+                    StrictJson.integer(c, "intermediateSize", w));
         } catch (MtpException e) {
-            throw MtpException.malformedFile(w + ": " + e.getMessage());
+            throw e.kind() == MtpException.Kind.MALFORMED_FILE ? e : MtpException.malformedFile(w + ": "
+                    + e.getMessage());
         }
-        GoldenTrace.ModelRef model = new GoldenTrace.ModelRef(optText(m, "fixture"), optText(m, "path"),
-                text(m, "identity", where + ": model"), config);
-        JsonNode o = object(root, "options", where);
-        Map<String, String> engineOptions = new TreeMap<>();
-        JsonNode eo = o.get("engineOptions");
-        if (eo != null && eo.isObject()) {
-            eo.properties().forEach(e -> engineOptions.put(e.getKey(), e.getValue().asText()));
-        }
-        GoldenTrace.Options options = new GoldenTrace.Options(text(o, "contexts", where + ": options"),
-                optText(o, "tap"), optText(o, "sampling"), text(o, "engine", where + ": options"), engineOptions,
-                optText(o, "numerics"), text(o, "tolerance", where + ": options"));
-        JsonNode t = object(root, "tensors", where);
-        JsonNode arr = root.get("steps");
-        if (arr == null || !arr.isArray()) {
-            throw MtpException.malformedFile(where + ": 'steps' must be an array");
-        }
+        String mw = where + ": model";
+        GoldenTrace.ModelRef model = new GoldenTrace.ModelRef(StrictJson.optText(m, "fixture", mw),
+                StrictJson.optText(m, "path", mw), StrictJson.text(m, "identity", mw), config);
+        String ow = where + ": options";
+        JsonNode o = StrictJson.object(root, "options", where);
+        GoldenTrace.Options options = new GoldenTrace.Options(StrictJson.text(o, "contexts", ow),
+                StrictJson.optText(o, "tap", ow), StrictJson.optText(o, "sampling", ow),
+                StrictJson.text(o, "engine", ow), StrictJson.stringMap(o, "engineOptions", ow),
+                StrictJson.optText(o, "numerics", ow), StrictJson.text(o, "tolerance", ow));
+        JsonNode t = StrictJson.object(root, "tensors", where);
+        String tensorsFile = StrictJson.text(t, "file", where + ": tensors");
+        DocumentFiles.checkName(tensorsFile, where + ": tensors.file");
+        String tensorsSha = sha256Text(t, "sha256", where + ": tensors");
+        JsonNode arr = StrictJson.array(root, "steps", MAX_STEPS, where);
         List<Step> steps = new ArrayList<>();
         for (int i = 0; i < arr.size(); i++) {
             steps.add(step(arr.get(i), where + ": steps[" + i + "]"));
         }
-        return new GoldenTrace(text(root, "name", where), optText(root, "description"), model, options,
-                text(t, "file", where + ": tensors"), text(t, "sha256", where + ": tensors"), steps);
+        return new GoldenTrace(StrictJson.text(root, "name", where), StrictJson.optText(root, "description", where),
+                model, options, tensorsFile, tensorsSha, steps);
     }
 
+    /**
+     * One step: every field of its op present with its type, every list bounded. Whether the observables a step
+     * must record are there, one per row ({@code GoldenChecks}), is checked before replay.
+     */
     static Step step(JsonNode n, String where) {
         if (n == null || !n.isObject()) {
-            throw MtpException.malformedFile(where + ": expected an object");
+            throw MtpException.malformedFile(where + ": expected an object, got " + StrictJson.describe(n));
         }
-        Expect e = expect(object(n, "expect", where), where + ".expect");
-        String op = text(n, "op", where);
+        String op = StrictJson.text(n, "op", where);
+        Expect e = expect(StrictJson.object(n, "expect", where), where + ".expect");
         return switch (op) {
-            case "append" -> {
-                JsonNode rows = array(n, "rows", where);
-                List<Source> src = new ArrayList<>();
-                for (int i = 0; i < rows.size(); i++) {
-                    JsonNode r = rows.get(i);
-                    if (r.isNull()) {
-                        src.add(Source.COLD);
-                        continue;
-                    }
-                    String from = text(r, "from", where + ".rows[" + i + "]");
-                    if (!from.equals("capture") && !from.equals("file")) {
-                        throw MtpException.malformedFile(where + ".rows[" + i + "].from = '" + from
-                                + "', expected capture or file");
-                    }
-                    src.add(new Source(text(r, "checkpoint", where + ".rows[" + i + "]"), from.equals("file")));
-                }
-                yield new GoldenTrace.Append(src, e);
-            }
-            case "filter" -> new GoldenTrace.Filter(ints(array(n, "keep", where), where + ".keep"), e);
-            case "prefill" -> new GoldenTrace.Prefill(intRows(array(n, "tokens", where), where + ".tokens"),
-                    text(n, "context", where), e);
-            case "draft" -> {
-                JsonNode st = array(n, "steps", where);
-                long[] steps = new long[st.size()];
-                for (int i = 0; i < steps.length; i++) {
-                    if (!st.get(i).canConvertToLong()) {
-                        throw MtpException.malformedFile(where + ".steps[" + i + "] is not an integer");
-                    }
-                    steps[i] = st.get(i).asLong();
-                }
-                JsonNode sm = array(n, "samplers", where);
-                List<RowSampler> samplers = new ArrayList<>();
-                for (int i = 0; i < sm.size(); i++) {
-                    String w = where + ".samplers[" + i + "]";
-                    long seed;
-                    try {
-                        seed = Long.parseLong(text(sm.get(i), "seed", w));
-                    } catch (NumberFormatException x) {
-                        throw MtpException.malformedFile(w + ".seed must be a decimal string of a signed 64-bit "
-                                + "integer");
-                    }
-                    try {
-                        samplers.add(new RowSampler(number(sm.get(i), "temperature", w), integer(sm.get(i), "topK",
-                                w), number(sm.get(i), "topP", w), seed));
-                    } catch (MtpException x) {
-                        throw MtpException.malformedFile(w + ": " + x.getMessage());
-                    }
-                }
-                yield new GoldenTrace.Draft(ints(array(n, "pending", where), where + ".pending"),
-                        integer(n, "depth", where), steps, samplers, e);
-            }
-            case "commit" -> new GoldenTrace.Commit(ints(array(n, "accepted", where), where + ".accepted"),
-                    text(n, "context", where), e);
-            case "capture" -> new GoldenTrace.Capture(integer(n, "row", where), text(n, "id", where), e);
-            default -> throw MtpException.malformedFile(where + ": unknown op '" + op + "' (expected append, filter, "
-                    + "prefill, draft, commit or capture)");
+            case "append" -> append(n, where, e);
+            case "filter" -> new GoldenTrace.Filter(ints(StrictJson.array(n, "keep", MAX_ROWS, where), 0, MAX_ROWS,
+                    where + ".keep"), e);
+            case "prefill" -> new GoldenTrace.Prefill(intRows(StrictJson.array(n, "tokens", MAX_ROWS, where),
+                    where + ".tokens"), StrictJson.text(n, "context", where), e);
+            case "draft" -> draft(n, where, e);
+            case "commit" -> new GoldenTrace.Commit(ints(StrictJson.array(n, "accepted", MAX_ROWS, where), 0,
+                    RowContract.MAX_DEPTH, where + ".accepted"), StrictJson.text(n, "context", where), e);
+            case "capture" -> new GoldenTrace.Capture(StrictJson.integer(n, "row", 0, MAX_ROWS, where),
+                    StrictJson.text(n, "id", where), e);
+            default -> throw MtpException.malformedFile(where + ": unknown op " + UntrustedText.quote(op)
+                    + " (expected append, filter, prefill, draft, commit or capture)");
         };
     }
 
+    private static Step append(JsonNode n, String where, Expect e) {
+        JsonNode rows = StrictJson.array(n, "rows", MAX_ROWS, where);
+        List<Source> src = new ArrayList<>();
+        for (int i = 0; i < rows.size(); i++) {
+            JsonNode r = rows.get(i);
+            String rw = where + ".rows[" + i + "]";
+            if (r.isNull()) {
+                src.add(Source.COLD);
+                continue;
+            }
+            if (!r.isObject()) {
+                throw MtpException.malformedFile(rw + " = " + StrictJson.describe(r) + ", expected null or an "
+                        + "object");
+            }
+            String from = StrictJson.text(r, "from", rw);
+            if (!from.equals("capture") && !from.equals("file")) {
+                throw MtpException.malformedFile(rw + ".from = " + UntrustedText.quote(from)
+                        + ", expected capture or file");
+            }
+            src.add(new Source(StrictJson.text(r, "checkpoint", rw), from.equals("file")));
+        }
+        return new GoldenTrace.Append(src, e);
+    }
+
+    private static Step draft(JsonNode n, String where, Expect e) {
+        int depth = StrictJson.integer(n, "depth", 0, RowContract.MAX_DEPTH, where);
+        JsonNode st = StrictJson.array(n, "steps", MAX_ROWS, where);
+        long[] steps = new long[st.size()];
+        for (int i = 0; i < steps.length; i++) {
+            JsonNode v = st.get(i);
+            if (!v.isIntegralNumber() || !v.canConvertToLong() || v.longValue() < 0) {
+                throw MtpException.malformedFile(where + ".steps[" + i + "] = " + StrictJson.describe(v)
+                        + ", expected a non-negative integer");
+            }
+            steps[i] = v.longValue();
+        }
+        JsonNode sm = StrictJson.array(n, "samplers", MAX_ROWS, where);
+        List<RowSampler> samplers = new ArrayList<>();
+        for (int i = 0; i < sm.size(); i++) {
+            String w = where + ".samplers[" + i + "]";
+            JsonNode s = sm.get(i);
+            if (s == null || !s.isObject()) {
+                throw MtpException.malformedFile(w + " = " + StrictJson.describe(s) + ", expected an object");
+            }
+            String seedText = StrictJson.text(s, "seed", w);
+            long seed;
+            try {
+                seed = Long.parseLong(seedText);
+            } catch (NumberFormatException x) {
+                throw MtpException.malformedFile(w + ".seed = " + UntrustedText.quote(seedText) + ", expected the "
+                        + "decimal string of a signed 64-bit integer");
+            }
+            try {
+                samplers.add(new RowSampler(StrictJson.number(s, "temperature", w), StrictJson.integer(s, "topK", w),
+                        StrictJson.number(s, "topP", w), seed));
+            } catch (MtpException x) {
+                throw x.kind() == MtpException.Kind.MALFORMED_FILE ? x : MtpException.malformedFile(w + ": "
+                        + x.getMessage());
+            }
+        }
+        int[] pending = ints(StrictJson.array(n, "pending", MAX_ROWS, where), 0, Integer.MAX_VALUE,
+                where + ".pending");
+        return new GoldenTrace.Draft(pending, depth, steps, samplers, e);
+    }
+
+    /** The observables present in {@code n}, each with its type; which must be present is GoldenChecks' rule. */
     private static Expect expect(JsonNode n, String where) {
-        int rowCount = integer(n, "rowCount", where);
-        String error = optText(n, "error");
+        int rowCount = StrictJson.integer(n, "rowCount", 0, MAX_ROWS, where);
+        String error = StrictJson.optText(n, "error", where);
         int[][] tokens = null;
         float[][] lps = null;
         float[][] gaps = null;
-        if (n.has("tokens")) {
-            tokens = intRows(array(n, "tokens", where), where + ".tokens");
-            lps = floatRows(array(n, "logprobs", where), where + ".logprobs");
-            gaps = floatRows(array(n, "top2Gaps", where), where + ".top2Gaps");
+        if (n.has("tokens") || n.has("logprobs") || n.has("top2Gaps")) {
+            tokens = intRows(StrictJson.array(n, "tokens", MAX_ROWS, where), where + ".tokens");
+            lps = floatRows(StrictJson.array(n, "logprobs", MAX_ROWS, where), where + ".logprobs");
+            gaps = floatRows(StrictJson.array(n, "top2Gaps", MAX_ROWS, where), where + ".top2Gaps");
+            if (lps.length != tokens.length || gaps.length != tokens.length) {
+                throw MtpException.malformedFile(where + ": tokens, logprobs and top2Gaps have " + tokens.length
+                        + ", " + lps.length + " and " + gaps.length + " rows, expected the same");
+            }
             for (int r = 0; r < tokens.length; r++) {
-                if (lps.length != tokens.length || gaps.length != tokens.length || lps[r].length != tokens[r].length
-                        || gaps[r].length != tokens[r].length) {
-                    throw MtpException.malformedFile(where + ": tokens, logprobs and top2Gaps must have the same "
-                            + "shape");
+                if (lps[r].length != tokens[r].length || gaps[r].length != tokens[r].length) {
+                    throw MtpException.malformedFile(where + ": tokens, logprobs and top2Gaps[" + r + "] must have "
+                            + "the same length");
                 }
             }
         }
         List<RowState> rows = null;
         if (n.has("rows")) {
+            JsonNode a = StrictJson.array(n, "rows", MAX_ROWS, where);
             rows = new ArrayList<>();
-            JsonNode a = array(n, "rows", where);
             for (int i = 0; i < a.size(); i++) {
                 rows.add(a.get(i).isNull() ? null : rowState(a.get(i), where + ".rows[" + i + "]"));
             }
@@ -460,36 +476,29 @@ public final class GoldenFiles {
     }
 
     private static RowState rowState(JsonNode n, String where) {
-        if (!n.isObject()) {
-            throw MtpException.malformedFile(where + ": expected an object or null");
+        if (n == null || !n.isObject()) {
+            throw MtpException.malformedFile(where + ": expected an object or null, got " + StrictJson.describe(n));
         }
-        return new RowState(integer(n, "P", where), integer(n, "draftOffset", where), text(n, "sha256", where),
-                optText(n, "tensors"));
+        int p = StrictJson.integer(n, "P", 1, Integer.MAX_VALUE, where);
+        int offset = StrictJson.integer(n, "draftOffset", 0, Integer.MAX_VALUE, where);
+        String tensors = StrictJson.optText(n, "tensors", where);
+        return new RowState(p, offset, sha256Text(n, "sha256", where), tensors);
     }
 
-    private static JsonNode object(JsonNode n, String field, String where) {
-        JsonNode v = n.get(field);
-        if (v == null || !v.isObject()) {
-            throw MtpException.malformedFile(where + ": '" + field + "' must be an object");
-        }
-        return v;
-    }
-
-    private static JsonNode array(JsonNode n, String field, String where) {
-        JsonNode v = n.get(field);
-        if (v == null || !v.isArray()) {
-            throw MtpException.malformedFile(where + ": '" + field + "' must be an array");
+    /** A SHA-256 written as 64 lowercase hex digits. */
+    private static String sha256Text(JsonNode n, String field, String where) {
+        String v = StrictJson.text(n, field, where);
+        if (!v.matches("[0-9a-f]{64}")) {
+            throw MtpException.malformedFile(where + ": '" + field + "' = " + UntrustedText.quote(v)
+                    + ", expected 64 lowercase hex digits");
         }
         return v;
     }
 
-    private static int[] ints(JsonNode a, String where) {
+    private static int[] ints(JsonNode a, int min, int max, String where) {
         int[] out = new int[a.size()];
         for (int i = 0; i < out.length; i++) {
-            if (!a.get(i).canConvertToInt() || !a.get(i).isIntegralNumber()) {
-                throw MtpException.malformedFile(where + "[" + i + "] = " + a.get(i) + " is not an integer");
-            }
-            out[i] = a.get(i).asInt();
+            out[i] = StrictJson.intElement(a.get(i), min, max, where + "[" + i + "]");
         }
         return out;
     }
@@ -498,9 +507,10 @@ public final class GoldenFiles {
         int[][] out = new int[a.size()][];
         for (int i = 0; i < out.length; i++) {
             if (!a.get(i).isArray()) {
-                throw MtpException.malformedFile(where + "[" + i + "] must be an array");
+                throw MtpException.malformedFile(where + "[" + i + "] must be an array, got "
+                        + StrictJson.describe(a.get(i)));
             }
-            out[i] = ints(a.get(i), where + "[" + i + "]");
+            out[i] = ints(a.get(i), 0, Integer.MAX_VALUE, where + "[" + i + "]");
         }
         return out;
     }
@@ -510,7 +520,8 @@ public final class GoldenFiles {
         for (int i = 0; i < out.length; i++) {
             JsonNode row = a.get(i);
             if (!row.isArray()) {
-                throw MtpException.malformedFile(where + "[" + i + "] must be an array");
+                throw MtpException.malformedFile(where + "[" + i + "] must be an array, got "
+                        + StrictJson.describe(row));
             }
             out[i] = new float[row.size()];
             for (int j = 0; j < row.size(); j++) {
@@ -523,6 +534,7 @@ public final class GoldenFiles {
     /** A float written as a JSON number (parsed exactly, then rounded once to f32) or "Infinity"/"-Infinity"/"NaN". */
     static float floatValue(JsonNode v, String where) {
         if (v.isNumber()) {
+            // StrictJson has bounded the literal's length and its double range, so this conversion cannot fail
             return Float.parseFloat(v.isBigDecimal() ? v.decimalValue().toString() : v.asText());
         }
         if (v.isTextual()) {
@@ -537,35 +549,6 @@ public final class GoldenFiles {
                     break;
             }
         }
-        throw MtpException.malformedFile(where + " = " + v + " is not a number");
-    }
-
-    private static String text(JsonNode n, String field, String where) {
-        JsonNode v = n.get(field);
-        if (v == null || !v.isTextual()) {
-            throw MtpException.malformedFile(where + ": '" + field + "' must be a string");
-        }
-        return v.textValue();
-    }
-
-    private static String optText(JsonNode n, String field) {
-        JsonNode v = n.get(field);
-        return v == null || v.isNull() ? null : v.asText();
-    }
-
-    private static int integer(JsonNode n, String field, String where) {
-        JsonNode v = n.get(field);
-        if (v == null || !v.isIntegralNumber() || !v.canConvertToInt()) {
-            throw MtpException.malformedFile(where + ": '" + field + "' must be an integer");
-        }
-        return v.asInt();
-    }
-
-    private static double number(JsonNode n, String field, String where) {
-        JsonNode v = n.get(field);
-        if (v == null || !v.isNumber()) {
-            throw MtpException.malformedFile(where + ": '" + field + "' must be a number");
-        }
-        return v.doubleValue();
+        throw MtpException.malformedFile(where + " = " + StrictJson.describe(v) + " is not a number");
     }
 }

@@ -285,10 +285,7 @@ public final class HtmlReport {
     }
 
     static String esc(String s) {
-        if (s == null) {
-            return "";
-        }
-        return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\"", "&quot;");
+        return org.mtporacle.api.UntrustedText.html(s);
     }
 
     private static final String CSS = "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:0 auto;"

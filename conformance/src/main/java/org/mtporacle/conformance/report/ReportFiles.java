@@ -3,8 +3,11 @@ package org.mtporacle.conformance.report;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.JsonNode;
 import org.mtporacle.api.MtpException;
+import org.mtporacle.api.UntrustedText;
 import org.mtporacle.conformance.compare.GapHistogram;
+import org.mtporacle.io.StrictJson;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -20,7 +23,11 @@ import java.util.TreeMap;
 /** Writes a report as {@code report.json} and {@code report.html}; reads and merges shard reports. */
 public final class ReportFiles {
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT)
-            .configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false);
+            .configure(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES, false)
+            .disable(DeserializationFeature.ACCEPT_FLOAT_AS_INT)
+            .enable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES);
+    /** A larger report.json is refused before it is read. */
+    public static final long MAX_BYTES = 64L * 1024 * 1024;
 
     private ReportFiles() {
     }
@@ -48,38 +55,57 @@ public final class ReportFiles {
 
     /** Reads a {@code report.json}; a missing or malformed file fails naming it and, for bad JSON, where. */
     public static ConformReport read(Path file) {
-        String where = "report " + file;
+        String where = "report " + UntrustedText.path(file);
         if (!Files.isRegularFile(file)) {
             throw MtpException.invalidArgument(where + ": no such file");
         }
+        JsonNode root = StrictJson.read(file, MAX_BYTES, "report");
         ConformReport r;
         try {
-            r = JSON.readValue(file.toFile(), ConformReport.class);
+            r = JSON.treeToValue(root, ConformReport.class);
         } catch (com.fasterxml.jackson.databind.JsonMappingException e) {
             String at = String.join("/", e.getPath().stream().map(p -> p.getFieldName() != null ? p.getFieldName()
                     : String.valueOf(p.getIndex())).toList());
-            throw MtpException.malformedFile(where + ": not a conform report" + (at.isEmpty() ? "" : " (at /" + at
-                    + ")"));
-        } catch (IOException e) {
-            throw MtpException.malformedFile(where + ": not readable JSON (" + firstLine(e) + ")");
+            throw MtpException.malformedFile(where + ": not a conform report" + (at.isEmpty() ? "" : " (at /"
+                    + UntrustedText.clip(at) + ")"));
+        } catch (IOException | IllegalArgumentException e) {
+            throw MtpException.malformedFile(where + ": not a conform report (" + UntrustedText.clip(
+                    String.valueOf(e.getMessage()).lines().findFirst().orElse("")) + ")");
         }
-        if (r == null || r.tool() == null || r.created() == null) {
+        if (r == null) {
             throw MtpException.malformedFile(where + ": not a conform report (no 'tool' and 'created')");
         }
-        for (int i = 0; i < r.entries().size(); i++) {
-            ConformReport.Entry e = r.entries().get(i);
-            if (e == null || e.profile() == null || e.fixture() == null || e.status() == null || e.stats() == null) {
-                throw MtpException.malformedFile(where + ": entry " + i + " lacks its profile, fixture, status or "
-                        + "stats");
-            }
-        }
+        requireComplete(r, where);
         return r;
     }
 
-    private static String firstLine(IOException e) {
-        String m = e instanceof com.fasterxml.jackson.core.JsonProcessingException j ? j.getOriginalMessage()
-                : e.getMessage();
-        return String.valueOf(m).lines().findFirst().orElse("");
+    /** Every field merge and the renderers use is present: a missing one is MALFORMED_FILE, not a later NPE. */
+    private static void requireComplete(ConformReport r, String where) {
+        require(r.tool() != null && r.created() != null, where, "not a conform report (no 'tool' and 'created')");
+        require(r.contexts() != null, where, "'contexts' is missing");
+        for (int i = 0; i < r.entries().size(); i++) {
+            ConformReport.Entry e = r.entries().get(i);
+            String w = "entry " + i;
+            require(e != null && e.backend() != null && e.profile() != null && e.fixture() != null
+                    && e.status() != null && e.tolerance() != null && e.stats() != null, where,
+                    w + " lacks its backend, profile, fixture, status, tolerance or stats");
+            require(e.chainsRun() >= 0 && e.passed() >= 0 && e.passed() <= e.chainsRun(), where,
+                    w + " has passed " + e.passed() + " of " + e.chainsRun() + " chains, expected 0 ≤ passed ≤ chainsRun");
+            for (int j = 0; j < e.failures().size(); j++) {
+                ConformReport.FailureRecord f = e.failures().get(j);
+                require(f != null && f.category() != null && f.message() != null && f.actionIndex() >= 0,
+                        where, w + " failure " + j + " lacks its category or message, or has actionIndex < 0");
+            }
+        }
+        for (String s : r.shards()) {
+            require(s != null, where, "a shard name is null");
+        }
+    }
+
+    private static void require(boolean ok, String where, String what) {
+        if (!ok) {
+            throw MtpException.malformedFile(where + ": " + what);
+        }
     }
 
     /**

@@ -10,6 +10,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 
+import org.mtporacle.api.UntrustedText;
+
 /**
  * The console summary of a report: a header, one line per entry (printable as each entry finishes), then the
  * unavailable backends once per reason, the first {@link #FULL_FAILURES} failures in full with their replay command,
@@ -32,7 +34,7 @@ public final class TextReport {
     /** The campaign line and the column heads. */
     public static String header(ConformReport r) {
         return String.format(Locale.ROOT, "mtp conform: seed %d, %d chains per entry%s; contexts: %s%n",
-                r.seed(), r.chains(), shardsText(r), r.contexts())
+                r.seed(), r.chains(), l(shardsText(r)), l(r.contexts()))
                 + String.format(Locale.ROOT, "%-22s %-10s %-9s %-11s %9s %8s %10s %10s  %s%n", "backend", "fixture",
                 "tolerance", "status", "chains", "ch/s", "max kv", "near-ties", "numerics");
     }
@@ -43,9 +45,9 @@ public final class TextReport {
             return "";
         }
         return String.format(Locale.ROOT, "%-22s %-10s %-9s %-11s %4d/%-4d %8.1f %10.2e %10d  %s%n",
-                e.profile(), e.fixture(), e.tolerance().name(), e.status().name().toLowerCase(Locale.ROOT), e.passed(),
+                l(e.profile()), l(e.fixture()), l(e.tolerance().name()), e.status().name().toLowerCase(Locale.ROOT), e.passed(),
                 e.chainsRun(), e.seconds() == 0 ? 0 : e.chainsRun() / e.seconds(), e.stats().maxKvNmse(),
-                e.stats().nearTies(), e.numerics())
+                e.stats().nearTies(), l(e.numerics()))
                 + (e.stats().router().compared() == 0 ? "" : String.format(Locale.ROOT,
                 "%-22s router: %d choices compared, %d near-ties (max gap %.3g, allowance %.3g)%n", "",
                 e.stats().router().compared(), e.stats().router().nearTies(), e.stats().router().maxGap(),
@@ -56,11 +58,11 @@ public final class TextReport {
     public static String footer(ConformReport r) {
         StringBuilder sb = new StringBuilder();
         r.entries().stream().map(ConformReport.Entry::tolerance).distinct().forEach(t -> sb.append(String.format(Locale.ROOT,
-                        "tolerance %s: %s%n", t.name(), t.thresholds())));
+                        "tolerance %s: %s%n", l(t.name()), l(String.valueOf(t.thresholds())))));
         for (ConformReport.Entry e : r.entries()) {
             String line = nearTieData(e);
             if (line != null) {
-                sb.append("near-tie data ").append(e.key()).append(": ").append(line).append('\n');
+                sb.append("near-tie data ").append(l(e.key())).append(": ").append(l(line)).append('\n');
             }
         }
         Map<String, LinkedHashSet<String>> unavailableBy = new LinkedHashMap<>();
@@ -72,32 +74,33 @@ public final class TextReport {
         String note = r.plan().backends().isEmpty() ? "unavailable, not run" : "asked for but unavailable (the run "
                 + "fails)";
         unavailableBy.forEach((reason, profiles) -> sb.append(String.format(Locale.ROOT,
-                "%s: %s: %s%n", String.join(", ", profiles), note, reason)));
+                "%s: %s: %s%n", l(String.join(", ", profiles)), note, l(reason))));
         for (ConformReport.Entry e : r.entries()) { // an entry that failed before any chain (load), with why
-            if (e.status() == ConformReport.Status.FAILED && !e.reason().isEmpty()) {
-                sb.append(String.format(Locale.ROOT, "%nFAILED %s: %s%n", e.key(), e.reason()));
+            if (e.status() == ConformReport.Status.FAILED && e.reason() != null && !e.reason().isEmpty()) {
+                sb.append(String.format(Locale.ROOT, "%nFAILED %s: %s%n", l(e.key()), l(e.reason())));
             }
         }
         List<Failure> all = failures(r);
         for (Failure f : all.subList(0, Math.min(FULL_FAILURES, all.size()))) {
             ConformReport.FailureRecord x = f.record();
             sb.append(String.format(Locale.ROOT, "%nFAILED %s: %s: %s%n  at action %d of %d (%s), shrunk from %d "
-                            + "actions%n", f.entry().key(), x.category(), x.message(), x.actionIndex(),
+                            + "actions%n", l(f.entry().key()), l(x.category()), l(x.message()), x.actionIndex(),
                     x.shrunkActions().size(), x.shrunkActions().isEmpty() ? "?"
-                            : x.shrunkActions().get(Math.min(x.actionIndex(), x.shrunkActions().size() - 1)),
+                            : l(x.shrunkActions().get(Math.max(0, Math.min(x.actionIndex(),
+                            x.shrunkActions().size() - 1)))),
                     x.originalLength()));
-            sb.append("  chain: ").append(String.join("; ", x.shrunkActions())).append('\n');
+            sb.append("  chain: ").append(l(String.join("; ", x.shrunkActions()))).append('\n');
             if (x.trace() != null) {
-                sb.append("  replay: mtp replay ").append(x.trace()).append('\n');
+                sb.append("  replay: mtp replay ").append(l(x.trace())).append('\n');
             }
         }
         if (all.size() > FULL_FAILURES) {
             sb.append(String.format(Locale.ROOT, "%n... and %d more failures (all in report.json): %s%n",
-                    all.size() - FULL_FAILURES, summary(all.subList(FULL_FAILURES, all.size()))));
+                    all.size() - FULL_FAILURES, l(summary(all.subList(FULL_FAILURES, all.size())))));
         }
         if (!r.missingShards().isEmpty()) {
             sb.append(String.format(Locale.ROOT, "%nPARTIAL: shard%s %s of %d missing (merged with --allow-partial)%n",
-                    r.missingShards().size() == 1 ? "" : "s", String.join(", ", r.missingShards()),
+                    r.missingShards().size() == 1 ? "" : "s", l(String.join(", ", r.missingShards())),
                     r.plan().shardCount()));
         }
         long failed = r.entries().stream().filter(e -> e.status() == ConformReport.Status.FAILED).count();
@@ -134,6 +137,11 @@ public final class TextReport {
             parts.add(k + ": " + String.join(", ", c));
         });
         return String.join("; ", parts);
+    }
+
+    /** Report strings may come from a shard's report.json: one line each, whatever they hold. */
+    private static String l(String s) {
+        return UntrustedText.line(s);
     }
 
     static String shardsText(ConformReport r) {

@@ -6,10 +6,15 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.mtporacle.api.MtpException;
+import org.mtporacle.api.RowContract;
 import org.mtporacle.api.Tolerance;
+import org.mtporacle.api.UntrustedText;
 import org.mtporacle.conformance.chain.Action;
 import org.mtporacle.conformance.chain.BadCall;
+import org.mtporacle.conformance.chain.GroupShape;
+import org.mtporacle.conformance.chain.ShapeRules;
 import org.mtporacle.conformance.compare.Divergence;
+import org.mtporacle.io.StrictJson;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -25,6 +30,14 @@ public final class TraceFiles {
     private static final ObjectMapper JSON = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
     /** Traces are small; a larger file is refused before parsing. */
     public static final long MAX_BYTES = 16L * 1024 * 1024;
+    /** At most this many actions. */
+    public static final int MAX_ACTIONS = 100_000;
+    /** At most this many rows in the group at any time (and slots in one append). */
+    public static final int MAX_ROWS = 64;
+    /** The longest prefill. */
+    public static final int MAX_PREFILL = 4096;
+    /** The most (token, cached position) pairs a replay may compute: about 2^27 (seconds on the fixtures). */
+    public static final long MAX_WORK = 1L << 27;
 
     private TraceFiles() {
     }
@@ -57,63 +70,97 @@ public final class TraceFiles {
         JSON.writeValue(file.toFile(), root);
     }
 
+    /**
+     * Reads a chain trace through {@link StrictJson} and checks its actions against the limits, so that no trace
+     * this accepts can make a replay allocate or compute more than {@link #MAX_WORK} allows.
+     *
+     * @throws MtpException MALFORMED_FILE naming the file and the field
+     */
     public static ChainTrace read(Path file) {
-        String where = "trace " + file;
-        JsonNode root;
-        try {
-            if (Files.size(file) > MAX_BYTES) {
-                throw MtpException.malformedFile(where + ": " + Files.size(file) + " bytes, more than the "
-                        + MAX_BYTES + " a trace may have");
-            }
-            root = JSON.readTree(file.toFile());
-        } catch (IOException e) {
-            throw MtpException.malformedFile(where + ": not readable JSON (" + String.valueOf(e.getMessage()).lines()
-                    .findFirst().orElse("") + ")");
-        }
-        if (root == null || !root.isObject()) {
-            throw MtpException.malformedFile(where + ": expected a JSON object");
-        }
-        String format = text(root, "format", where);
+        String where = "trace " + UntrustedText.path(file);
+        JsonNode root = StrictJson.read(file, MAX_BYTES, "trace");
+        String format = StrictJson.text(root, "format", where);
         if (!ChainTrace.FORMAT.equals(format)) {
-            throw MtpException.malformedFile(where + ": format '" + format + "', expected '" + ChainTrace.FORMAT + "'");
+            throw MtpException.malformedFile(where + ": format " + UntrustedText.quote(format) + ", expected '"
+                    + ChainTrace.FORMAT + "'");
         }
-        JsonNode arr = root.get("actions");
-        if (arr == null || !arr.isArray()) {
-            throw MtpException.malformedFile(where + ": 'actions' must be an array");
-        }
+        JsonNode arr = StrictJson.array(root, "actions", MAX_ACTIONS, where);
         List<Action> actions = new ArrayList<>();
         for (int i = 0; i < arr.size(); i++) {
             actions.add(fromJson(arr.get(i), where + ": actions[" + i + "]"));
         }
-        Map<String, String> options = new LinkedHashMap<>();
-        JsonNode opts = root.get("backendOptions");
-        if (opts != null && opts.isObject()) {
-            opts.fields().forEachRemaining(e -> options.put(e.getKey(), e.getValue().asText()));
-        }
+        checkWork(actions, where);
+        Map<String, String> options = new LinkedHashMap<>(StrictJson.stringMap(root, "backendOptions", where));
         Divergence div = null;
         JsonNode d = root.get("divergence");
-        if (d != null && d.isObject()) {
+        if (d != null && !d.isNull()) {
+            String dw = where + ": divergence";
+            d = StrictJson.object(root, "divergence", where);
             Map<String, Object> details = new LinkedHashMap<>();
             JsonNode det = d.get("details");
             if (det != null && det.isObject()) {
-                det.fields().forEachRemaining(e -> details.put(e.getKey(), e.getValue().isNumber()
-                        ? e.getValue().numberValue() : e.getValue().asText()));
+                // StrictJson keeps fractions as exact decimals; details carry them as doubles, as written
+                det.properties().forEach(e -> details.put(e.getKey(), e.getValue().isIntegralNumber()
+                        ? e.getValue().numberValue() : e.getValue().isNumber() ? (Object) e.getValue().doubleValue()
+                        : e.getValue().asText()));
             }
+            String kindName = StrictJson.optText(d, "kind", dw);
+            String category = StrictJson.text(d, "category", dw);
             Divergence.Kind kind;
             try {
-                kind = Divergence.kindOf(d.has("kind") ? text(d, "kind", where + ": divergence") : null,
-                        text(d, "category", where + ": divergence"));
+                kind = Divergence.kindOf(kindName, category);
             } catch (IllegalArgumentException e) {
-                throw MtpException.malformedFile(where + ": divergence.kind or .category is not a known one");
+                throw MtpException.malformedFile(dw + ".kind " + UntrustedText.quote(kindName) + " or .category "
+                        + UntrustedText.quote(category) + " is not a known one");
             }
-            div = new Divergence(kind, integer(d, "action", where + ": divergence"), "backend",
-                    details.get("row") instanceof Integer r ? r : -1,
+            div = new Divergence(kind, StrictJson.integer(d, "action", -1, Math.max(0, actions.size()), dw),
+                    "backend", details.get("row") instanceof Integer r ? r : -1,
                     details.get("position") instanceof Integer p ? p : -1,
-                    new Divergence.RecordedEvidence(details), text(d, "message", where + ": divergence"));
+                    new Divergence.RecordedEvidence(details), StrictJson.text(d, "message", dw));
         }
-        return new ChainTrace(format, text(root, "fixture", where), optText(root, "modelIdentity"),
-                text(root, "backend", where), options, tolerance(root, where), longValue(root, "seed", where),
-                actions, div, root.path("originalLength").asInt(actions.size()));
+        int originalLength = root.has("originalLength")
+                ? StrictJson.integer(root, "originalLength", 0, Integer.MAX_VALUE, where) : actions.size();
+        String identity = StrictJson.optText(root, "modelIdentity", where);
+        return new ChainTrace(format, StrictJson.text(root, "fixture", where), identity == null ? "" : identity,
+                StrictJson.text(root, "backend", where), options, tolerance(root, where),
+                StrictJson.longValue(root, "seed", where), actions, div, originalLength);
+    }
+
+    /**
+     * Bounds what replaying {@code actions} costs, following the group's shape ({@link ShapeRules}): at most
+     * {@link #MAX_ROWS} rows at any time, and at most {@link #MAX_WORK} (token, cached position) pairs in all, where a
+     * prefill of length L on B rows is B·L tokens, a draft of depth d is B·d tokens, and the cached positions are
+     * bounded by every position consumed so far (a row holds at most that many, restored rows included).
+     */
+    static void checkWork(List<Action> actions, String where) {
+        GroupShape s = GroupShape.empty();
+        long positions = 0;
+        long work = 0;
+        for (int i = 0; i < actions.size(); i++) {
+            Action a = actions.get(i);
+            GroupShape next = ShapeRules.next(s, a);
+            long tokens = switch (a) {
+                case Action.Prefill p -> (long) s.rows() * p.length();
+                case Action.Draft d -> (long) s.rows() * d.depth();
+                case Action.Commit c -> (long) s.rows() * (s.depth() + 1);
+                default -> 0;
+            };
+            if (a instanceof Action.Prefill p) {
+                positions += p.length();
+            } else if (a instanceof Action.Commit) {
+                positions += s.depth() + 1;
+            }
+            work += tokens * Math.max(1, positions);
+            if (next.rows() > MAX_ROWS) {
+                throw MtpException.malformedFile(where + ": actions[" + i + "] makes " + next.rows() + " rows, more "
+                        + "than the " + MAX_ROWS + " a trace may have");
+            }
+            if (work > MAX_WORK) {
+                throw MtpException.malformedFile(where + ": actions[" + i + "] takes the replay past " + MAX_WORK
+                        + " (token, cached position) pairs, the most a trace may ask for");
+            }
+            s = next;
+        }
     }
 
     static ObjectNode toJson(Action a) {
@@ -142,113 +189,67 @@ public final class TraceFiles {
 
     static Action fromJson(JsonNode n, String where) {
         if (n == null || !n.isObject()) {
-            throw MtpException.malformedFile(where + ": expected an object");
+            throw MtpException.malformedFile(where + ": expected an object, got " + StrictJson.describe(n));
         }
-        String op = text(n, "op", where);
+        String op = StrictJson.text(n, "op", where);
         return switch (op) {
             case "append" -> {
-                JsonNode s = n.get("slots");
-                if (s == null || !s.isArray() || s.size() > 4096) {
-                    throw MtpException.malformedFile(where + ": 'slots' must be an array of at most 4096 integers");
-                }
+                JsonNode s = StrictJson.array(n, "slots", MAX_ROWS, where);
                 List<Integer> slots = new ArrayList<>();
-                for (JsonNode v : s) {
-                    if (!v.canConvertToInt()) {
-                        throw MtpException.malformedFile(where + ": slot " + v + " is not an integer");
-                    }
-                    slots.add(v.asInt());
+                for (int i = 0; i < s.size(); i++) {
+                    slots.add(StrictJson.intElement(s.get(i), -1, Integer.MAX_VALUE, where + ".slots[" + i + "]"));
                 }
-                yield new Action.Append(slots, n.path("crossFeed").asBoolean(false));
+                yield new Action.Append(slots, StrictJson.bool(n, "crossFeed", false, where));
             }
-            case "filter" -> new Action.Filter(longValue(n, "seed", where), n.path("keepAll").asBoolean(false));
-            case "prefill" -> new Action.Prefill(bounded(n, "length", 1, 1 << 20, where), longValue(n, "seed", where));
-            case "draft" -> new Action.Draft(bounded(n, "depth", 0, 1024, where), longValue(n, "seed", where),
-                    n.path("stochastic").asBoolean(false));
+            case "filter" -> new Action.Filter(StrictJson.longValue(n, "seed", where),
+                    StrictJson.bool(n, "keepAll", false, where));
+            case "prefill" -> new Action.Prefill(StrictJson.integer(n, "length", 1, MAX_PREFILL, where),
+                    StrictJson.longValue(n, "seed", where));
+            case "draft" -> new Action.Draft(StrictJson.integer(n, "depth", 0, RowContract.MAX_DEPTH, where),
+                    StrictJson.longValue(n, "seed", where), StrictJson.bool(n, "stochastic", false, where));
             case "commit" -> {
-                String acc = text(n, "acceptance", where);
-                try {
-                    yield new Action.Commit(Action.Acceptance.valueOf(acc.toUpperCase(Locale.ROOT)),
-                            longValue(n, "seed", where));
-                } catch (IllegalArgumentException e) {
-                    throw MtpException.malformedFile(where + ": acceptance '" + acc
-                            + "', expected none, full or random");
-                }
+                String acc = StrictJson.text(n, "acceptance", where);
+                Action.Acceptance a = switch (acc) {
+                    case "none" -> Action.Acceptance.NONE;
+                    case "full" -> Action.Acceptance.FULL;
+                    case "random" -> Action.Acceptance.RANDOM;
+                    default -> throw MtpException.malformedFile(where + ": acceptance " + UntrustedText.quote(acc)
+                            + ", expected none, full or random");
+                };
+                yield new Action.Commit(a, StrictJson.longValue(n, "seed", where));
             }
-            case "capture" -> new Action.Capture(longValue(n, "seed", where));
+            case "capture" -> new Action.Capture(StrictJson.longValue(n, "seed", where));
             case "bad" -> {
-                String call = text(n, "call", where);
-                try {
-                    yield new Action.Bad(BadCall.valueOf(call.toUpperCase(Locale.ROOT).replace('-', '_')),
-                            longValue(n, "seed", where));
-                } catch (IllegalArgumentException e) {
-                    throw MtpException.malformedFile(where + ": unknown bad call '" + call + "'");
+                String call = StrictJson.text(n, "call", where);
+                BadCall b = null;
+                for (BadCall c : BadCall.values()) {
+                    if (c.name().toLowerCase(Locale.ROOT).equals(call)) {
+                        b = c;
+                    }
                 }
+                if (b == null) {
+                    throw MtpException.malformedFile(where + ": unknown bad call " + UntrustedText.quote(call));
+                }
+                yield new Action.Bad(b, StrictJson.longValue(n, "seed", where));
             }
-            default -> throw MtpException.malformedFile(where + ": unknown op '" + op + "'");
+            default -> throw MtpException.malformedFile(where + ": unknown op " + UntrustedText.quote(op));
         };
     }
 
     /** The trace's profile: {@code thresholds} when present (any profile), else the built-in one it names. */
     private static Tolerance tolerance(JsonNode root, String where) {
-        String name = text(root, "tolerance", where);
-        JsonNode th = root.get("thresholds");
+        String name = StrictJson.text(root, "tolerance", where);
         try {
-            if (th == null) {
+            if (root.get("thresholds") == null) {
                 return Tolerance.named(name);
             }
-            if (!th.isObject()) {
-                throw MtpException.malformedFile(where + ": 'thresholds' must be an object");
-            }
-            return new Tolerance(name, number(th, "tokenGap", where + ": thresholds"),
-                    number(th, "kvNmse", where + ": thresholds"), number(th, "hiddenNmse", where + ": thresholds"));
+            JsonNode th = StrictJson.object(root, "thresholds", where);
+            String w = where + ": thresholds";
+            return new Tolerance(name, StrictJson.number(th, "tokenGap", w), StrictJson.number(th, "kvNmse", w),
+                    StrictJson.number(th, "hiddenNmse", w));
         } catch (MtpException e) {
             throw e.kind() == MtpException.Kind.MALFORMED_FILE ? e : MtpException.malformedFile(where + ": "
                     + e.getMessage());
         }
-    }
-
-    private static double number(JsonNode n, String field, String where) {
-        JsonNode v = n.get(field);
-        if (v == null || !v.isNumber()) {
-            throw MtpException.malformedFile(where + ": '" + field + "' must be a number");
-        }
-        return v.doubleValue();
-    }
-
-    private static String text(JsonNode n, String field, String where) {
-        JsonNode v = n.get(field);
-        if (v == null || !v.isTextual()) {
-            throw MtpException.malformedFile(where + ": '" + field + "' must be a string");
-        }
-        return v.asText();
-    }
-
-    private static String optText(JsonNode n, String field) {
-        JsonNode v = n.get(field);
-        return v == null || v.isNull() ? "" : v.asText();
-    }
-
-    private static long longValue(JsonNode n, String field, String where) {
-        JsonNode v = n.get(field);
-        if (v == null || !v.canConvertToLong()) {
-            throw MtpException.malformedFile(where + ": '" + field + "' must be an integer");
-        }
-        return v.asLong();
-    }
-
-    private static int integer(JsonNode n, String field, String where) {
-        JsonNode v = n.get(field);
-        if (v == null || !v.canConvertToInt()) {
-            throw MtpException.malformedFile(where + ": '" + field + "' must be an integer");
-        }
-        return v.asInt();
-    }
-
-    private static int bounded(JsonNode n, String field, int min, int max, String where) {
-        int v = integer(n, field, where);
-        if (v < min || v > max) {
-            throw MtpException.malformedFile(where + ": '" + field + "' = " + v + " outside [" + min + ", " + max + "]");
-        }
-        return v;
     }
 }
