@@ -111,6 +111,25 @@ public final class MlxBackend implements MtpBackend {
             }
             default -> lib.hasGpu();
         };
+        String bad = knownCrash(lib.version(), gpu && lib.hasCuda(), model.weights().isMoe(), precision);
+        if (bad != null) {
+            throw new MtpException(MtpException.Kind.UNAVAILABLE, bad);
+        }
         return new MlxDraftModel(model, lib, gpu, precision);
+    }
+
+    /**
+     * Why this combination would take the process down, or null. Seen on an H200 (MLX 0.31.1 CUDA build, cuDNN
+     * 9.14): an MoE model in native (bf16) precision dies with SIGSEGV inside {@code cudnn::graph::LibraryConfig::init}
+     * at the first evaluation of a forward (the router read); the same model in f32, and dense models in both
+     * precisions, run. A crash in native code cannot be caught, so the backend refuses the load instead.
+     */
+    static String knownCrash(String mlxVersion, boolean cuda, boolean moe, MlxDraftModel.Precision precision) {
+        if (cuda && moe && precision == MlxDraftModel.Precision.NATIVE && mlxVersion.startsWith("0.31.")) {
+            return "mlx: an MoE model in precision=native on CUDA crashes MLX " + mlxVersion + " inside cuDNN "
+                    + "(SIGSEGV in cudnn::graph::LibraryConfig::init at the first evaluation); refused so the "
+                    + "process survives — use precision=f32 or device=cpu";
+        }
+        return null;
     }
 }

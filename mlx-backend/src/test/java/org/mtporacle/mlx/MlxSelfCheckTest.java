@@ -62,4 +62,14 @@ class MlxSelfCheckTest {
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> backend.load(null, java.util.Map.of()))
                 .hasMessage("mlx: device = 'tpu' (from MTP_MLX_DEVICE), expected auto, cpu or gpu");
     }
+
+    @Test
+    void anMoeModelInNativePrecisionOnCudaIsRefusedBeforeItCanCrashTheProcess() {
+        assertThat(MlxBackend.knownCrash("0.31.1", true, true, MlxDraftModel.Precision.NATIVE))
+                .contains("crashes MLX 0.31.1 inside cuDNN").contains("use precision=f32 or device=cpu");
+        assertThat(MlxBackend.knownCrash("0.31.1", true, true, MlxDraftModel.Precision.F32)).isNull();
+        assertThat(MlxBackend.knownCrash("0.31.1", false, true, MlxDraftModel.Precision.NATIVE)).isNull();
+        assertThat(MlxBackend.knownCrash("0.31.1", true, false, MlxDraftModel.Precision.NATIVE)).isNull();
+        assertThat(MlxBackend.knownCrash("0.32.0", true, true, MlxDraftModel.Precision.NATIVE)).isNull();
+    }
 }

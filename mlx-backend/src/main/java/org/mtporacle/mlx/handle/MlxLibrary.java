@@ -177,6 +177,18 @@ public final class MlxLibrary {
         });
     }
 
+    /** Whether the library's GPU is CUDA (not Metal). */
+    public boolean hasCuda() {
+        return thread.call(() -> {
+            try (Arena a = Arena.ofConfined()) {
+                MemorySegment res = a.allocate(ValueLayout.JAVA_BOOLEAN);
+                boolean cuda = c.mlx_cuda_is_available(res) == 0 && res.get(ValueLayout.JAVA_BOOLEAN, 0);
+                lastError.remove();
+                return cuda;
+            }
+        });
+    }
+
     /** Bytes of device memory held by live arrays ({@code mlx_get_active_memory}). */
     public long activeMemory() {
         return thread.call(() -> {
