@@ -22,8 +22,8 @@ import org.mtporacle.api.LinearWeight;
 final class MatMul {
     /**
      * f32 elements of a decoded weight panel: 512 KiB, so a panel stays in L2 while every input row streams past it.
-     * The input rows are re-read once per panel, so larger panels cut that traffic: at 2048 rows × 3584 columns
-     * (29 MB of input), 256 KiB panels ran at 0.61× OpenBLAS and 512 KiB panels at 0.76–0.78× on the Zen 4 host.
+     * The input rows are re-read once per panel, so larger panels cut that traffic (measured in docs/cli.md,
+     * "mtp bench": prefill of 2048 rows × 3584 columns, 29 MB of input).
      */
     private static final int PANEL_FLOATS = 1 << 17;
     /** Affine weight rows per block: their codes stay in L1 while the input rows pass. */

@@ -15,9 +15,8 @@ import org.mtporacle.api.LinearWeight;
  *
  * <p>BF16 rows are taken in pairs half the range apart ({@link WeightFormat.Bf16#dot2}; each row's order unchanged, so
  * the same bits). Two chains lift one chain's latency bound (one 16-lane {@code fma} per 4 cycles: 8 bytes of BF16 a
- * cycle) to about 13 bytes a cycle; and rows far apart stream from separate pages: on this project's AMD EPYC host,
- * adjacent pairs (two streams inside each page) halved the head mat-vec's read rate, while far pairs read faster than
- * a single stream (23 against 20 GB/s on one thread).
+ * cycle) to about 13 bytes a cycle; and rows far apart stream from separate pages, where adjacent pairs would put two
+ * streams inside each page, which some memory systems serve at half the rate (figures in docs/cli.md, "mtp bench").
  */
 final class MatVec {
     private MatVec() {
