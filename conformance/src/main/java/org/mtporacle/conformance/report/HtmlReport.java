@@ -85,7 +85,7 @@ public final class HtmlReport {
                     .append("<td title=\"").append(esc(t.describe())).append("\">").append(esc(t.describe()))
                     .append("</td><td>").append(meter(s.maxKvNmse(), t.kvNmse(), s.comparedCheckpoints()))
                     .append("</td><td>").append(meter(s.maxHiddenNmse(), t.hiddenNmse(), s.comparedCheckpoints()))
-                    .append("</td><td>").append(nearTies(s, t.tokenGap(), tokenFailures(e))).append("</td>")
+                    .append("</td><td>").append(nearTies(s, t.tokenGap(), t.routerGap(), tokenFailures(e))).append("</td>")
                     .append(String.format(Locale.ROOT, "<td class=\"muted\">%d tokens<br>%d checkpoints<br>%d bad "
                             + "calls<br>%s</td></tr>", s.comparedTokens(), s.comparedCheckpoints(), s.badCalls(),
                             esc(e.numerics())));
@@ -122,7 +122,7 @@ public final class HtmlReport {
     }
 
     /** A 10-bin histogram of near-tie gaps over [0, allowance], and the failures past it in red at the right. */
-    static String nearTies(ConformReport.Stats s, double allowance, long pastAllowance) {
+    static String nearTies(ConformReport.Stats s, double allowance, double routerAllowance, long pastAllowance) {
         if (allowance == 0) {
             return "<span class=\"muted\">exact: no near-tie allowed</span>" + (pastAllowance > 0
                     ? "<div style=\"color:" + BAD + "\">" + pastAllowance + " token failure(s)</div>" : "");
@@ -162,7 +162,7 @@ public final class HtmlReport {
                         ? "<br><span class=\"muted\">(gaps not recorded)</span>" : "")
                 .append(s.router().compared() == 0 ? "" : String.format(Locale.ROOT, "<br>router: %d near-tie%s of %d "
                         + "choices, largest %s (allowance %s)", s.router().nearTies(), s.router().nearTies() == 1
-                        ? "" : "s", s.router().compared(), number(s.router().maxGap()), number(allowance / 4)))
+                        ? "" : "s", s.router().compared(), number(s.router().maxGap()), number(routerAllowance)))
                 .append("</div>");
         return b.toString();
     }
