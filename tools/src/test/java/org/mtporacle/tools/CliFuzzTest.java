@@ -52,7 +52,9 @@ class CliFuzzTest {
     }
 
     private static void check(String what, Cli r) {
-        if (!ALLOWED.contains(r.exit()) || r.out().contains("internal error")) {
+        // the tool's own internal-error line starts a line; the same words inside an escaped untrusted value do not
+        // count (a campaign's fuzzer learned the words and put them in a metadata key and a digest)
+        if (!ALLOWED.contains(r.exit()) || r.out().lines().anyMatch(l -> l.matches("^\\S+: internal error, .*"))) {
             throw new AssertionError(what + ": exit " + r.exit() + "\n" + r.out());
         }
         for (String line : r.out().split("\n")) {
