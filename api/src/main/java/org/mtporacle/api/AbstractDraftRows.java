@@ -416,7 +416,7 @@ public abstract class AbstractDraftRows<S> implements DraftRows {
             }
             int kept = lengths[row];
             RowTensors t = onBackend("capture", () -> export(storage, row, kept));
-            return new RowCheckpoint(RowCheckpoint.SCHEMA, kept + 1, kept, model.identity(), t.keys(), t.values(),
+            return RowCheckpoint.sealed(RowCheckpoint.SCHEMA, kept + 1, kept, model.identity(), t.keys(), t.values(),
                     t.hidden());
         } finally {
             exit();

@@ -184,7 +184,8 @@ public final class RowContract {
 
     /**
      * Checks a checkpoint against the model (spec §6, §11.1): schema, identity, {@code draftOffset == P − 1},
-     * shapes and dtypes of keys, values and hidden, finite values.
+     * shapes and dtypes of keys, values and hidden, finite values, and last its content digest (a relabelled or
+     * edited checkpoint, or one without a digest, is refused).
      *
      * @param index its position in the append list, for the message
      */
@@ -218,6 +219,14 @@ public final class RowContract {
             tensor(where, "values", cp.values(), kvShape);
         }
         tensor(where, "hidden", cp.hidden(), new int[] {1, 1, c.hiddenSize()});
+        if (cp.digest() == null) {
+            throw MtpException.incompatibleCheckpoint(where + " carries no content digest; a checkpoint comes from a "
+                    + "capture, or from a file or peer that kept its digest (spec §6)");
+        }
+        if (!cp.digestMatches()) {
+            throw MtpException.incompatibleCheckpoint(where + " does not match its content digest: its label (schema, "
+                    + "P, draftOffset, model identity) or its tensors were changed after capture (spec §6)");
+        }
     }
 
     private static void tensor(String where, String name, HostTensor t, int[] shape) {

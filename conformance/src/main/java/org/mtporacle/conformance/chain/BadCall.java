@@ -87,6 +87,24 @@ public enum BadCall {
         list.add(x.checkpoint(RowCheckpoint.SCHEMA, 2, 0, x.model.identity(), false));
         g.append(list);
     }),
+    APPEND_RELABELLED_CHECKPOINT("§6", INCOMPATIBLE_CHECKPOINT, s -> !s.roundOpen(), (g, x) -> {
+        // captured on another model, then labelled with this one's identity without recomputing the digest
+        RowCheckpoint a = x.checkpoint(RowCheckpoint.SCHEMA, 3, 2, "another-model", false);
+        g.append(List.of(new RowCheckpoint(a.schema(), 3, 2, x.model.identity(), a.keys(), a.values(), a.hidden(),
+                a.digest())));
+    }),
+    APPEND_CHECKPOINT_CONTENT_CHANGED("§6", INCOMPATIBLE_CHECKPOINT, s -> !s.roundOpen(), (g, x) -> {
+        RowCheckpoint ok = x.checkpoint(RowCheckpoint.SCHEMA, 2, 1, x.model.identity(), false);
+        float[] h = ok.hidden().toFloatArray();
+        h[x.rnd.nextInt(h.length)] += 1f;
+        g.append(List.of(new RowCheckpoint(ok.schema(), 2, 1, ok.modelIdentity(), ok.keys(), ok.values(),
+                HostTensor.ofFloats(h, ok.hidden().shape()), ok.digest())));
+    }),
+    APPEND_CHECKPOINT_WITHOUT_DIGEST("§6", INCOMPATIBLE_CHECKPOINT, s -> !s.roundOpen(), (g, x) -> {
+        RowCheckpoint ok = x.checkpoint(RowCheckpoint.SCHEMA, 2, 1, x.model.identity(), false);
+        g.append(List.of(new RowCheckpoint(ok.schema(), 2, 1, ok.modelIdentity(), ok.keys(), ok.values(),
+                ok.hidden())));
+    }),
     APPEND_CHECKPOINT_RELEASED("§11.12", INVALID_ARGUMENT, s -> !s.roundOpen(), (g, x) -> {
         RowCheckpoint ok = x.checkpoint(RowCheckpoint.SCHEMA, 1, 0, x.model.identity(), false);
         g.append(List.of(new RowCheckpoint(ok.schema(), 1, 0, ok.modelIdentity(), null, null,
@@ -367,7 +385,7 @@ public enum BadCall {
             }
             HostTensor k = p > 1 ? kv(p - 1) : null;
             HostTensor v = p > 1 ? kv(p - 1) : null;
-            return new RowCheckpoint(schema, p, offset, identity, k, v, HostTensor.ofFloats(hidden, 1, 1, h));
+            return RowCheckpoint.sealed(schema, p, offset, identity, k, v, HostTensor.ofFloats(hidden, 1, 1, h));
         }
 
         void draft(DraftRows g, int depth, long step) {
