@@ -9,7 +9,7 @@
 //   node adapters/typescript/dist/examples/fake_block_backend.js      (or: bun adapters/typescript/examples/...ts)
 
 import {
-  type Checkpoint, type DraftModel, type DraftRows, type Engine, type HelloResult, type LoadArgs, MtpError,
+  type CapturedCheckpoint, type Checkpoint, checkpointDigest, type DraftModel, type DraftRows, type Engine, type HelloResult, type LoadArgs, MtpError,
   type RowSampler, Tensor, illegalState, incompatibleCheckpoint, invalidArgument, serve,
 } from "../src/mtp_wire.js";
 
@@ -188,6 +188,14 @@ class FakeRows implements DraftRows {
       kv = RowKv.restore(keys, values, s);
     }
     const hidden = checked(where, "hidden", cp.hidden, [1, 1, s.hidden]).floats();
+    if (cp.digest == null) {
+      throw incompatibleCheckpoint(`${where} carries no content digest; a checkpoint comes from a capture, or from a `
+        + "file or peer that kept its digest (spec §6)");
+    }
+    if (cp.digest !== checkpointDigest(cp as CapturedCheckpoint)) {
+      throw incompatibleCheckpoint(`${where} does not match its content digest: its label (schema, P, draftOffset, `
+        + "model identity) or its tensors were changed after capture (spec §6)");
+    }
     return { kv, hidden, prefilled: true, drafts: [], before: 0 };
   }
 
@@ -331,11 +339,13 @@ class FakeRows implements DraftRows {
         + "spec §11.1)");
     }
     const t = r.kv.length;
-    return {
+    const cp: CapturedCheckpoint = {
       schema: SCHEMA, processedTokens: t + 1, draftOffset: t, modelIdentity: this.identity,
       keys: t ? r.kv.export("keys", this.s) : null, values: t ? r.kv.export("values", this.s) : null,
       hidden: Tensor.f32(r.hidden, [1, 1, this.s.hidden]),
     };
+    cp.digest = checkpointDigest(cp);
+    return cp;
   }
 
   close(): void {

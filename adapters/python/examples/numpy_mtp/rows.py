@@ -10,7 +10,7 @@ import numpy as np
 
 import mtp_wire
 from mtp_wire import errors as E
-from mtp_wire.server import Checkpoint
+from mtp_wire.server import Checkpoint, checkpoint_digest
 from mtp_wire.tensor import Tensor
 
 from .block import Block, RowCache
@@ -106,6 +106,12 @@ class Rows:
             keys = _checked(where, "keys", cp.keys, kv_shape)[0]
             values = _checked(where, "values", cp.values, kv_shape)[0]
         hidden = _checked(where, "hidden", cp.hidden, (1, 1, c.hidden))[0, 0]
+        if cp.digest is None:
+            raise bad("%s carries no content digest; a checkpoint comes from a capture, or from a file or peer that "
+                      "kept its digest (spec §6)" % where)
+        if cp.digest != checkpoint_digest(cp):
+            raise bad("%s does not match its content digest: its label (schema, P, draftOffset, model identity) or "
+                      "its tensors were changed after capture (spec §6)" % where)
         return keys, values, hidden
 
     # -- §5.3 filterRows
@@ -246,7 +252,9 @@ class Rows:
         keys = Tensor.from_numpy(r.kv.keys()[None].astype(np.float32)) if t else None
         values = Tensor.from_numpy(r.kv.values()[None].astype(np.float32)) if t else None
         hidden = Tensor.from_numpy(r.hidden.astype(np.float32).reshape(1, 1, -1))
-        return Checkpoint(SCHEMA, t + 1, t, self.m.identity, keys, values, hidden)
+        cp = Checkpoint(SCHEMA, t + 1, t, self.m.identity, keys, values, hidden)
+        cp.digest = checkpoint_digest(cp)
+        return cp
 
     def close(self):
         self.closed = True
