@@ -51,8 +51,8 @@ final class GoldenCommand implements Runnable {
     /** {@code mtp golden record}. */
     @Command(name = "record", mixinStandardHelpOptions = true,
             description = {"Record golden traces from named scenarios on the reference.",
-                    "With no --fixture: tiny (lifecycle, sampling), tiny-q4 (lifecycle), small (lifecycle, sampling)"
-                            + " — the set committed under golden/."})
+                    "With no --fixture: tiny (lifecycle, sampling), tiny-q4 (lifecycle), small (lifecycle, sampling),"
+                            + " tiny-moe and tiny-moe-q4 (lifecycle) — the set committed under golden/."})
     static final class Record implements Callable<Integer> {
         @Option(names = "--fixture", paramLabel = "NAME",
                 description = "Fixture recipe to record on (repeatable), e.g. qwen3.5-0.8b. See `mtp fixture --list`.")
@@ -80,7 +80,7 @@ final class GoldenCommand implements Runnable {
             }
             Map<String, List<String>> plan = new LinkedHashMap<>();
             if (fixtures.isEmpty()) {
-                for (String f : List.of("tiny", "tiny-q4", "small")) {
+                for (String f : GoldenScenarios.DEFAULT_FIXTURES) {
                     plan.put(f, scenarios.isEmpty() ? GoldenScenarios.DEFAULTS.get(f) : scenarios);
                 }
             } else {
@@ -175,10 +175,11 @@ final class GoldenCommand implements Runnable {
         }
 
         private void print(Path f, GoldenVerifier.Result r, Tolerance tol) {
-            System.out.printf("%s %s: %d/%d steps, %d tokens (%d near-ties), %d checkpoints%s, tolerance %s%n",
+            System.out.printf("%s %s: %d/%d steps, %d tokens (%d near-ties), %d checkpoints%s%s, tolerance %s%n",
                     r.ok() ? "ok  " : "FAIL", f, r.stepsRun(), r.steps(), r.comparedTokens(), r.nearTies(),
                     r.comparedCheckpoints(), r.digestOnly() > 0 ? " (" + r.digestOnly() + " digest-only, not "
-                            + "compared)" : "", tol.describe());
+                            + "compared)" : "", r.router().compared() == 0 ? "" : ", " + r.router().compared()
+                            + " router choices (" + r.router().nearTies() + " near-ties)", tol.describe());
             if (r.offPath() > 0) {
                 System.out.println("     " + r.offPath() + " observables not compared: rows left the golden's path "
                         + "at near-ties");

@@ -175,6 +175,11 @@ final class InspectCommand implements Callable<Integer> {
         Map<String, Integer> ops = new LinkedHashMap<>();
         t.steps().forEach(s -> ops.merge(s.op(), 1, Integer::sum));
         m.put("stepCounts", ops);
+        long routed = t.steps().stream().filter(s -> s.expect().experts() != null)
+                .flatMap(s -> java.util.Arrays.stream(s.expect().experts())).mapToLong(r -> r.length).sum();
+        if (routed > 0) {
+            m.put("routerChoices", routed + " recorded (MoE experts per forward row, spec §12.5)");
+        }
         List<String> steps = new java.util.ArrayList<>();
         for (int i = 0; i < t.steps().size(); i++) {
             GoldenTrace.Step s = t.steps().get(i);

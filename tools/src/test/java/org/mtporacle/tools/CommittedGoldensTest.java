@@ -43,10 +43,37 @@ class CommittedGoldensTest {
     void everyCommittedGoldenVerifiesOnTheReference() throws Exception {
         List<Path> files = goldens();
         assertThat(files).extracting(p -> p.getFileName().toString()).contains("tiny-lifecycle.json",
-                "tiny-sampling.json", "tiny-q4-lifecycle.json", "small-lifecycle.json", "small-sampling.json");
+                "tiny-sampling.json", "tiny-q4-lifecycle.json", "small-lifecycle.json", "small-sampling.json",
+                "tiny-moe-lifecycle.json", "tiny-moe-q4-lifecycle.json");
         Cli r = Cli.run("golden", "verify", "--quiet", goldenDir.toString());
         assertThat(r.exit()).as(r.out()).isZero();
         assertThat(r.out()).contains(files.size() + " golden trace(s): " + files.size() + " passed");
+        // the MoE traces compare the router's choices, the dense ones have none
+        assertThat(r.out()).containsPattern("ok   \\S*tiny-moe-lifecycle.json: .*, 98 router choices \\(0 near-ties\\)")
+                .containsPattern("ok   \\S*tiny-moe-q4-lifecycle.json: .*, 98 router choices")
+                .doesNotContainPattern("tiny-lifecycle.json: .*router");
+    }
+
+    /** A recorded expert edited (checksum recomputed) fails the replay at that step, naming row and position. */
+    @Test
+    void editedExpertWithARecomputedChecksumFailsTheReplay(@TempDir Path tmp) throws Exception {
+        Path json = copy("tiny-moe-q4-lifecycle", tmp);
+        ObjectNode root = GoldenFiles.parse(json, "test");
+        root.remove("contentSha256");
+        ArrayNode entry = (ArrayNode) root.withArray("steps").get(3).get("expect").get("experts").get(0).get(1);
+        int position = entry.get(0).asInt();
+        int changed = (entry.get(1).asInt() + 1) % 8 == entry.get(2).asInt() ? (entry.get(1).asInt() + 2) % 8
+                : (entry.get(1).asInt() + 1) % 8;
+        entry.set(1, changed);
+        root.put("contentSha256", JsonText.canonicalSha256(root));
+        Files.writeString(json, JsonText.pretty(root));
+        Cli r = Cli.run("golden", "verify", json.toString());
+        assertThat(r.exit()).as(r.out()).isEqualTo(MtpCommand.EXIT_FAILED);
+        assertThat(r.out()).contains("step 3 (reference): row 0 position " + position + ": the golden has experts [" +
+                changed + ", ");
+        Cli d = Cli.run("golden", "diff", goldenDir.resolve("tiny-moe-q4-lifecycle.json").toString(), json.toString());
+        assertThat(d.exit()).isEqualTo(MtpCommand.EXIT_FAILED);
+        assertThat(d.out()).contains("step 3 prefill", "experts row 0");
     }
 
     @Test
@@ -183,6 +210,8 @@ class CommittedGoldensTest {
                 "capture row 1 as c0");
         GoldenTrace t = GoldenFiles.fromJsonUnchecked(goldenDir.resolve("tiny-q4-lifecycle.json"));
         assertThat(r.out()).contains("modelIdentity: " + t.model().identity());
+        Cli moe = Cli.run("inspect", goldenDir.resolve("tiny-moe-lifecycle.json").toString());
+        assertThat(moe.out()).contains("routerChoices: 98 recorded");
     }
 
     private static Path copy(String name, Path tmp) throws Exception {

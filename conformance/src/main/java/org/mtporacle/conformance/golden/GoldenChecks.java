@@ -1,6 +1,7 @@
 package org.mtporacle.conformance.golden;
 
 import org.mtporacle.api.HostTensor;
+import org.mtporacle.api.MlpWeights;
 import org.mtporacle.api.MtpConfig;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.RowCheckpoint;
@@ -42,11 +43,12 @@ final class GoldenChecks {
      *
      * @throws MtpException MALFORMED_FILE naming the step and field
      */
-    static void check(Golden golden, String modelIdentity, MtpConfig modelConfig) {
+    static void check(Golden golden, String modelIdentity, MtpConfig modelConfig, MlpWeights mlp) {
         GoldenChecks c = new GoldenChecks(golden);
         c.model(modelIdentity, modelConfig);
         c.options();
         List<Step> steps = golden.trace().steps();
+        c.routerChoices(steps, mlp instanceof MlpWeights.Moe moe ? moe : null);
         Set<String> captures = new HashSet<>();
         Set<String> fileCheckpoints = new HashSet<>();
         for (int i = 0; i < steps.size(); i++) {
@@ -136,7 +138,8 @@ final class GoldenChecks {
             default -> "rows";
         };
         for (String f : present(x)) {
-            if (!f.equals(required) && !(required.equals("tokens") && (f.equals("logprobs") || f.equals("top2Gaps")))) {
+            if (!f.equals(required) && !(required.equals("tokens") && (f.equals("logprobs") || f.equals("top2Gaps")))
+                    && !(f.equals("experts") && computes(s))) {
                 throw bad(where + ".expect." + f, "not an observable of " + s.op() + ", which records '" + required
                         + "'");
             }
@@ -170,8 +173,77 @@ final class GoldenChecks {
     private static List<String> present(Expect x) {
         return java.util.stream.Stream.of(x.tokens() != null ? "tokens" : null,
                 x.logprobs() != null ? "logprobs" : null, x.top2Gaps() != null ? "top2Gaps" : null,
-                x.rows() != null ? "rows" : null, x.checkpoint() != null ? "checkpoint" : null)
+                x.rows() != null ? "rows" : null, x.checkpoint() != null ? "checkpoint" : null,
+                x.experts() != null ? "experts" : null)
                 .filter(java.util.Objects::nonNull).toList();
+    }
+
+    /** Prefill, draft and commit are the calls that may run MoE forwards (a commit of no accepted token runs none). */
+    private static boolean computes(Step s) {
+        return s instanceof GoldenTrace.Prefill || s instanceof GoldenTrace.Commit || s instanceof GoldenTrace.Draft;
+    }
+
+    /**
+     * Router choices (spec §12.5): only on a MoE model; recorded on every successful computing step or on none (an
+     * engine that does not report its experts records none); per row of the step, entries
+     * {@code [position, e_0, …, e_{K−1}]} with increasing positions and {@code K} distinct experts in {@code [0, E)}.
+     */
+    private void routerChoices(List<Step> steps, MlpWeights.Moe moe) {
+        boolean any = steps.stream().anyMatch(s -> s.expect().experts() != null);
+        if (!any) {
+            return;
+        }
+        for (int i = 0; i < steps.size(); i++) {
+            Step s = steps.get(i);
+            Expect x = s.expect();
+            String where = "steps[" + i + "].expect.experts";
+            if (x.experts() == null) {
+                if (x.error() == null && computes(s)) {
+                    throw bad(where, "missing: the trace records router choices, so every successful prefill, "
+                            + "draft and commit records them");
+                }
+                continue;
+            }
+            if (x.error() != null) {
+                continue; // reported by step(): no observable on a refused step
+            }
+            if (moe == null) {
+                throw bad(where, "present, but the model's MTP layer is dense (router choices exist only for MoE, "
+                        + "spec §12)");
+            }
+            if (!computes(s)) {
+                continue; // reported by step(): not an observable of this op
+            }
+            if (x.experts().length != x.rowCount()) {
+                throw bad(where, x.experts().length + " entries for " + x.rowCount() + " rows");
+            }
+            int k = moe.topK();
+            int e = moe.numExperts();
+            for (int r = 0; r < x.experts().length; r++) {
+                int last = -1;
+                for (int j = 0; j < x.experts()[r].length; j++) {
+                    int[] entry = x.experts()[r][j];
+                    String w = where + "[" + r + "][" + j + "]";
+                    if (entry.length != 1 + k) {
+                        throw bad(w, entry.length + " values, expected the position and K = " + k + " experts");
+                    }
+                    if (entry[0] <= last) {
+                        throw bad(w, "position " + entry[0] + " after position " + last + ", expected increasing");
+                    }
+                    last = entry[0];
+                    for (int a = 1; a <= k; a++) {
+                        if (entry[a] >= e) {
+                            throw bad(w, "expert " + entry[a] + " outside [0, " + e + ")");
+                        }
+                        for (int b = 1; b < a; b++) {
+                            if (entry[a] == entry[b]) {
+                                throw bad(w, "expert " + entry[a] + " chosen twice, expected " + k + " distinct");
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     private void tokens(String where, GoldenTrace.Draft d, Expect x) {

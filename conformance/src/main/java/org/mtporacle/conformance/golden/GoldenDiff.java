@@ -133,6 +133,24 @@ public final class GoldenDiff {
             }
         }
         row("checkpoint", ea.checkpoint(), eb.checkpoint(), x, y, out);
+        experts(ea.experts(), eb.experts(), out);
+    }
+
+    /** Router choices (MoE): recorded on one side only, or a row's entries changed. */
+    private static void experts(int[][][] a, int[][][] b, List<String> out) {
+        if (a == null || b == null) {
+            if (a != b) {
+                out.add("experts: recorded in " + (a == null ? "B" : "A") + " only");
+            }
+            return;
+        }
+        for (int r = 0; r < Math.max(a.length, b.length); r++) {
+            int[][] ra = r < a.length ? a[r] : new int[0][];
+            int[][] rb = r < b.length ? b[r] : new int[0][];
+            if (!Arrays.deepEquals(ra, rb)) {
+                out.add("experts row " + r + ": " + Arrays.deepToString(ra) + " → " + Arrays.deepToString(rb));
+            }
+        }
     }
 
     private static void draft(Expect a, Expect b, List<String> out) {

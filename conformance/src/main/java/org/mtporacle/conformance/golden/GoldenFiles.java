@@ -283,6 +283,15 @@ public final class GoldenFiles {
         if (e.checkpoint() != null) {
             n.set("checkpoint", toJson(e.checkpoint()));
         }
+        if (e.experts() != null) {
+            ArrayNode ex = n.putArray("experts");
+            for (int[][] row : e.experts()) {
+                ArrayNode a = ex.addArray();
+                for (int[] entry : row) {
+                    ints(a.addArray(), entry);
+                }
+            }
+        }
         return n;
     }
 
@@ -472,7 +481,19 @@ public final class GoldenFiles {
             }
         }
         RowState cp = n.has("checkpoint") ? rowState(n.get("checkpoint"), where + ".checkpoint") : null;
-        return new Expect(error, rowCount, tokens, lps, gaps, rows, cp);
+        int[][][] experts = null;
+        if (n.has("experts")) {
+            JsonNode a = StrictJson.array(n, "experts", MAX_ROWS, where);
+            experts = new int[a.size()][][];
+            for (int r = 0; r < experts.length; r++) {
+                if (!a.get(r).isArray()) {
+                    throw MtpException.malformedFile(where + ".experts[" + r + "] must be an array, got "
+                            + StrictJson.describe(a.get(r)));
+                }
+                experts[r] = intRows(a.get(r), where + ".experts[" + r + "]");
+            }
+        }
+        return new Expect(error, rowCount, tokens, lps, gaps, rows, cp, experts);
     }
 
     private static RowState rowState(JsonNode n, String where) {

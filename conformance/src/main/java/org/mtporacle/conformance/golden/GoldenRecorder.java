@@ -70,7 +70,8 @@ public final class GoldenRecorder implements AutoCloseable {
         String name = "steps." + i + ".context";
         tensors.put(name, context);
         String err = attempt(() -> rows.prefill(HostTensor.ofIntRows(tokens), context));
-        steps.add(new GoldenTrace.Prefill(tokens, name, state(i, err)));
+        int[][][] experts = experts(err);
+        steps.add(new GoldenTrace.Prefill(tokens, name, state(i, err).withExperts(experts)));
     }
 
     public void draft(int[] pending, int depth, long[] stepsIn, List<RowSampler> samplers) {
@@ -90,7 +91,7 @@ public final class GoldenRecorder implements AutoCloseable {
             greedy |= s.isGreedy();
         }
         Expect e = err != null ? Expect.failure(err, rows.rowCount())
-                : new Expect(null, rows.rowCount(), tokens, lps, gaps, null, null);
+                : new Expect(null, rows.rowCount(), tokens, lps, gaps, null, null, experts(err));
         steps.add(new GoldenTrace.Draft(pending.clone(), depth, stepsIn.clone(), samplers, e));
     }
 
@@ -99,7 +100,8 @@ public final class GoldenRecorder implements AutoCloseable {
         String name = "steps." + i + ".context";
         tensors.put(name, context);
         String err = attempt(() -> rows.commit(accepted, context));
-        steps.add(new GoldenTrace.Commit(accepted.clone(), name, state(i, err)));
+        int[][][] experts = experts(err);
+        steps.add(new GoldenTrace.Commit(accepted.clone(), name, state(i, err).withExperts(experts)));
     }
 
     public void capture(int row, String id) {
@@ -132,6 +134,17 @@ public final class GoldenRecorder implements AutoCloseable {
             throw new IllegalArgumentException("golden scenario: no checkpoint captured as '" + id + "'");
         }
         return cp;
+    }
+
+    /**
+     * The router choices of the call that just succeeded, on a MoE model (read before any capture, which starts a
+     * new call): per row, {@code [position, e_0, …, e_{K−1}]} in position order; null on a dense model or a refusal.
+     */
+    private int[][][] experts(String err) {
+        if (err != null || !model.model().weights().isMoe()) {
+            return null;
+        }
+        return GoldenTrace.expertsByRow(rows.lastRouterChoices(), rows.rowCount());
     }
 
     /** Every row's state after a successful state change, or the error. */

@@ -36,7 +36,11 @@ public final class GoldenScenarios {
 
     /** What {@code mtp golden record} records when given no fixture: fixture → scenarios (committed under golden/). */
     public static final Map<String, List<String>> DEFAULTS = Map.of(
-            "tiny", NAMES, "tiny-q4", List.of("lifecycle"), "small", NAMES);
+            "tiny", NAMES, "tiny-q4", List.of("lifecycle"), "small", NAMES, "tiny-moe", List.of("lifecycle"),
+            "tiny-moe-q4", List.of("lifecycle"));
+
+    /** The fixtures of {@link #DEFAULTS}, in the order {@code mtp golden record} records them. */
+    public static final List<String> DEFAULT_FIXTURES = List.of("tiny", "tiny-q4", "small", "tiny-moe", "tiny-moe-q4");
 
     /** The numerics goldens are recorded and judged in. */
     public static final String NUMERICS = "f32, scalar kernels (the reference's defining accumulation order)";

@@ -1,6 +1,7 @@
 package org.mtporacle.conformance.golden;
 
 import org.mtporacle.api.MtpConfig;
+import org.mtporacle.api.RouterChoices;
 import org.mtporacle.api.RowSampler;
 
 import java.util.ArrayList;
@@ -62,16 +63,57 @@ public record GoldenTrace(String name, String description, ModelRef model, Optio
      * What a step must produce. {@code error} (a contract error kind) replaces every other observable but
      * {@code rowCount}; draft steps fill {@code tokens}, {@code logprobs} and {@code top2Gaps}; state steps fill
      * {@code rows} (one entry per row, null for a row without a retained hidden); capture fills {@code checkpoint}.
+     * On a MoE model, the computing steps (prefill, draft, commit) may also fill {@code experts}: per row, one
+     * {@code [position, e_0, …, e_{K−1}]} entry for each MoE forward row of the call, in position order (the router's
+     * choice in slot order, spec §12.3); null on a dense model and in traces that do not record router choices.
      */
     public record Expect(String error, int rowCount, int[][] tokens, float[][] logprobs, float[][] top2Gaps,
-                         List<RowState> rows, RowState checkpoint) {
+                         List<RowState> rows, RowState checkpoint, int[][][] experts) {
         public Expect {
             rows = rows == null ? null : java.util.Collections.unmodifiableList(new ArrayList<>(rows));
+        }
+
+        /** An expectation without router choices. */
+        public Expect(String error, int rowCount, int[][] tokens, float[][] logprobs, float[][] top2Gaps,
+                      List<RowState> rows, RowState checkpoint) {
+            this(error, rowCount, tokens, logprobs, top2Gaps, rows, checkpoint, null);
+        }
+
+        /** The same expectation with {@code experts} as its router choices. */
+        public Expect withExperts(int[][][] experts) {
+            return new Expect(error, rowCount, tokens, logprobs, top2Gaps, rows, checkpoint, experts);
         }
 
         public static Expect failure(String kind, int rowCount) {
             return new Expect(kind, rowCount, null, null, null, null, null);
         }
+    }
+
+    /**
+     * Router choices grouped as {@link Expect#experts()} holds them: per row of {@code rowCount}, one
+     * {@code [position, e_0, …, e_{K−1}]} entry per reported forward row, in position order.
+     */
+    public static int[][][] expertsByRow(List<RouterChoices.Choice> choices, int rowCount) {
+        List<List<RouterChoices.Choice>> byRow = new ArrayList<>();
+        for (int r = 0; r < rowCount; r++) {
+            byRow.add(new ArrayList<>());
+        }
+        for (RouterChoices.Choice c : choices) {
+            byRow.get(c.row()).add(c);
+        }
+        int[][][] out = new int[rowCount][][];
+        for (int r = 0; r < rowCount; r++) {
+            List<RouterChoices.Choice> row = byRow.get(r);
+            row.sort(java.util.Comparator.comparingInt(RouterChoices.Choice::position));
+            out[r] = new int[row.size()][];
+            for (int i = 0; i < row.size(); i++) {
+                int[] e = row.get(i).experts();
+                out[r][i] = new int[1 + e.length];
+                out[r][i][0] = row.get(i).position();
+                System.arraycopy(e, 0, out[r][i], 1, e.length);
+            }
+        }
+        return out;
     }
 
     /** One call on the row group. */

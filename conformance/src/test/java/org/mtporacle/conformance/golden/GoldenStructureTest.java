@@ -146,6 +146,16 @@ class GoldenStructureTest {
     }
 
     @Test
+    void routerChoicesOnADenseModelAreRefused() throws Exception {
+        refused(edited(root -> {
+            ArrayNode rows = expect(root, 2).putArray("experts");
+            for (int r = 0; r < 3; r++) {
+                rows.addArray().addArray().add(0).add(1).add(2);
+            }
+        }), Tolerance.EXACT, "steps[2].expect.experts: present, but the model's MTP layer is dense");
+    }
+
+    @Test
     void aWrongDigestBesideStoredTensorsIsRefusedUnderEveryProfile() throws Exception {
         Path json = edited(root -> {
             ObjectNode row = (ObjectNode) expect(root, 6).get("rows").get(0);
