@@ -15,6 +15,7 @@ import {
 
 const SCHEMA = "qwen-mtp-v1";
 const MAX_DEPTH = 64;
+const MAX_HIDDEN = 2 ** 51; // spec §11.14
 
 interface Shape {
   hidden: number;
@@ -400,8 +401,11 @@ class FakeRows implements DraftRows {
       throw invalidArgument(`${call}: context shape ${t.describe()}, expected [${rows}, ${width}, ${h}] (${rule})`);
     }
     const a = t.floats();
-    const bad = a.findIndex((x) => !Number.isFinite(x));
-    if (bad >= 0) throw invalidArgument(`${call}: context element ${bad} = ${a[bad]} is not finite`);
+    const bad = a.findIndex((x) => !Number.isFinite(x) || Math.abs(x) > MAX_HIDDEN);
+    if (bad >= 0) {
+      throw invalidArgument(`${call}: context element ${bad} = ${a[bad]} ${Number.isFinite(a[bad]) ? "has magnitude "
+        + "above 2^51, where an f32 RMSNorm sum of squares could overflow (spec §11.14)" : "is not finite"}`);
+    }
     return a;
   }
 }
@@ -428,6 +432,9 @@ function checked(where: string, name: string, t: unknown, shape: number[]): Tens
     throw incompatibleCheckpoint(`${where} ${name} shape ${t.describe()}, expected [${shape.join(", ")}]`);
   }
   if (t.floats().some((x) => !Number.isFinite(x))) throw incompatibleCheckpoint(`${where} ${name} has a non-finite element`);
+  if (name === "hidden" && t.floats().some((x) => Math.abs(x) > MAX_HIDDEN)) {
+    throw incompatibleCheckpoint(`${where} hidden has an element of magnitude above 2^51 (spec §11.14)`);
+  }
   return t;
 }
 

@@ -310,12 +310,16 @@ class Rows:
             raise E.invalid_argument("%s: context shape %s, expected [%d, %d, %d] (%s)"
                                      % (call, t.describe(), rows, width, h, rule))
         a = t.array().astype(np.float64)
-        bad = np.argwhere(~np.isfinite(a))
+        bad = np.argwhere(~np.isfinite(a) | (np.abs(a) > MAX_HIDDEN))
         if len(bad):
             i, j, k = (int(v) for v in bad[0])
-            raise E.invalid_argument("%s: context[%d, %d, %d] = %r is not finite" % (call, i, j, k, a[i, j, k]))
+            raise E.invalid_argument("%s: context[%d, %d, %d] (row %d, position %d) = %r %s" % (
+                call, i, j, k, i, j, a[i, j, k], "is not finite" if not np.isfinite(a[i, j, k]) else
+                "has magnitude above 2^51, where an f32 RMSNorm sum of squares could overflow (spec §11.14)"))
         return a
 
+
+MAX_HIDDEN = 2.0 ** 51  # spec §11.14: the largest hidden magnitude a call may pass
 
 def _abbrev(identity):
     s = str(identity)
@@ -335,6 +339,9 @@ def _checked(where, name, t, shape):
     if not np.all(np.isfinite(a)):
         raise E.incompatible_checkpoint("%s %s element %d is not finite" % (where, name,
                                                                           int(np.flatnonzero(~np.isfinite(a))[0])))
+    if name == "hidden" and np.any(np.abs(a) > MAX_HIDDEN):
+        raise E.incompatible_checkpoint("%s hidden element %d has magnitude above 2^51 (spec §11.14)" % (
+            where, int(np.flatnonzero(np.abs(a) > MAX_HIDDEN)[0])))
     return a
 
 

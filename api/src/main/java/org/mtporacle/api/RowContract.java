@@ -17,6 +17,13 @@ public final class RowContract {
      * tensor), a context tensor, and one forward's activations (rows × positions × its widest per-token vector).
      */
     public static final long MAX_ELEMENTS = 1L << 30;
+    /**
+     * The largest magnitude of a hidden state a call may pass (context taps, a checkpoint's hidden), 2^51 (spec
+     * §11.14): the block's RMSNorm sums squares in f32, and H ≤ 2^23 values of at most 2^51 sum to at most 2^125,
+     * a factor 8 below f32's largest value (room for the sum's rounding), while a single value of about 1.8e19 already
+     * squares to infinity.
+     */
+    public static final float MAX_HIDDEN = 0x1p51f;
 
     private RowContract() {
     }
@@ -165,10 +172,12 @@ public final class RowContract {
         long n = context.elementCount();
         for (long i = 0; i < n; i++) {
             float v = context.getFloat(i);
-            if (!Float.isFinite(v)) {
+            if (!Float.isFinite(v) || Math.abs(v) > MAX_HIDDEN) {
                 long per = (long) width * hidden;
                 throw MtpException.invalidArgument(call + ": context[" + (i / per) + ", " + (i % per / hidden) + ", "
-                        + (i % hidden) + "] = " + v + " is not finite");
+                        + (i % hidden) + "] (row " + (i / per) + ", position " + (i % per / hidden) + ") = " + v
+                        + (Float.isFinite(v) ? ", magnitude above 2^51, where the block's f32 RMSNorm sum of squares "
+                        + "could overflow (spec §11.14)" : " is not finite"));
             }
         }
     }
@@ -311,9 +320,15 @@ public final class RowContract {
                     + java.util.Arrays.toString(shape));
         }
         long n = t.elementCount();
+        boolean isHidden = name.equals("hidden");
         for (long i = 0; i < n; i++) {
-            if (!Float.isFinite(t.getFloat(i))) {
+            float v = t.getFloat(i);
+            if (!Float.isFinite(v)) {
                 throw MtpException.incompatibleCheckpoint(where + " " + name + " element " + i + " is not finite");
+            }
+            if (isHidden && Math.abs(v) > MAX_HIDDEN) {
+                throw MtpException.incompatibleCheckpoint(where + " hidden element " + i + " = " + v + ", magnitude "
+                        + "above 2^51, where the block's f32 RMSNorm sum of squares could overflow (spec §11.14)");
             }
         }
     }

@@ -15,10 +15,10 @@ import static org.assertj.core.api.Assertions.catchThrowableOfType;
  */
 class MaximumContextTest {
     /** H = 2, one head of D = 2: a row's cache is 2 values per position, so the row bound is 2^20 itself. */
-    private static final MtpConfig SMALL = new MtpConfig(2, 1, 1, 2, 2, 1e4, 1e-6, 8, 2);
+    static final MtpConfig SMALL = new MtpConfig(2, 1, 1, 2, 2, 1e4, 1e-6, 8, 2);
 
     /** Storage is only the number of forwards run: the skeleton's bookkeeping is what is under test. */
-    private static final class CountingRows extends AbstractDraftRows<Integer> {
+    static final class CountingRows extends AbstractDraftRows<Integer> {
         CountingRows(MtpModel model) {
             super(model, 0);
         }
@@ -64,11 +64,11 @@ class MaximumContextTest {
         }
     }
 
-    private static MtpModel model(MtpConfig c) {
+    static MtpModel model(MtpConfig c) {
         return new MtpModel(c, null, "max-context-test", "test", "companion", List.of());
     }
 
-    private static HostTensor tokens(int len) {
+    static HostTensor tokens(int len) {
         return HostTensor.ofInts(new int[len], 1, len);
     }
 

@@ -161,6 +161,9 @@ public enum BadCall {
     PREFILL_CONTEXT_INFINITE("§11.1", INVALID_ARGUMENT, BadCall::canPrefill,
             (g, x) -> g.prefill(x.tokens(x.shape.rows(), 2),
                     x.poisoned(x.shape.rows(), 2, Float.NEGATIVE_INFINITY))),
+    PREFILL_CONTEXT_HUGE_FINITE("§11.14", INVALID_ARGUMENT, BadCall::canPrefill,
+            // finite, but its square overflows f32 in the block's RMSNorm
+            (g, x) -> g.prefill(x.tokens(x.shape.rows(), 2), x.poisoned(x.shape.rows(), 2, -1e19f).convert(DType.BF16))),
     PREFILL_CONTEXT_BF16_NAN("§11.1", INVALID_ARGUMENT, BadCall::canPrefill,
             (g, x) -> g.prefill(x.tokens(x.shape.rows(), 2),
                     x.poisoned(x.shape.rows(), 2, Float.NaN).convert(DType.BF16))),
@@ -246,6 +249,8 @@ public enum BadCall {
     }),
     COMMIT_CONTEXT_WRONG_WIDTH("§11.1", INVALID_ARGUMENT, GroupShape::roundOpen,
             (g, x) -> g.commit(new int[x.shape.rows()], x.context(x.shape.rows(), x.shape.depth() + 2))),
+    COMMIT_CONTEXT_HUGE_FINITE("§11.14", INVALID_ARGUMENT, GroupShape::roundOpen,
+            (g, x) -> g.commit(new int[x.shape.rows()], x.poisoned(x.shape.rows(), x.shape.depth() + 1, 3e18f))),
     COMMIT_CONTEXT_NAN("§11.1", INVALID_ARGUMENT, GroupShape::roundOpen,
             (g, x) -> g.commit(new int[x.shape.rows()], x.poisoned(x.shape.rows(), x.shape.depth() + 1, Float.NaN))),
     COMMIT_CONTEXT_INFINITE("§11.1", INVALID_ARGUMENT, GroupShape::roundOpen,
