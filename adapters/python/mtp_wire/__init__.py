@@ -8,9 +8,9 @@ serve(MyEngine()). See README.md."""
 
 from .errors import (BACKEND_FAILURE, ILLEGAL_STATE, INCOMPATIBLE_CHECKPOINT, INCOMPATIBLE_MODEL, INVALID_ARGUMENT,
                      KINDS, MALFORMED_FILE, UNAVAILABLE, MtpError)
-from .server import PROTOCOL, Checkpoint, DraftModel, DraftRows, Engine, RowSampler, serve
+from .server import PROTOCOL, Checkpoint, DraftModel, DraftRows, Engine, RowSampler, checkpoint_digest, serve
 from .tensor import Tensor
 
 __all__ = ["BACKEND_FAILURE", "ILLEGAL_STATE", "INCOMPATIBLE_CHECKPOINT", "INCOMPATIBLE_MODEL", "INVALID_ARGUMENT",
            "KINDS", "MALFORMED_FILE", "UNAVAILABLE", "MtpError", "PROTOCOL", "Checkpoint", "DraftModel", "DraftRows",
-           "Engine", "RowSampler", "serve", "Tensor"]
+           "Engine", "RowSampler", "checkpoint_digest", "serve", "Tensor"]

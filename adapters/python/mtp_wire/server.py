@@ -2,7 +2,9 @@
 dispatched to an engine's handler objects. The engine author writes only the handler (see `Engine`, `DraftModel`,
 `DraftRows` below); this module owns framing, handles, tensor decoding, error replies and poisoning."""
 
+import hashlib
 import json
+import struct
 import sys
 import traceback
 
@@ -19,11 +21,13 @@ MAX_HEADER = 16 << 20
 class Checkpoint:
     """One row's committed drafter state, schema qwen-mtp-v1 (spec §6). In requests the fields hold exactly what the
     runner sent (a malformed checkpoint has wrong values, None for absent fields, or non-Tensor tensors); the
-    handler validates. keys/values [1, nKV, P-1, D] (None when P == 1), hidden [1, 1, H]."""
+    handler validates. keys/values [1, nKV, P-1, D] (None when P == 1), hidden [1, 1, H]. `digest` is the content
+    digest the runner sent (None when it sent none); a handler restoring a checkpoint compares it with
+    `checkpoint_digest(cp)` (spec §6). A checkpoint a handler captures may leave it None: the server fills it in."""
 
-    __slots__ = ("schema", "processed_tokens", "draft_offset", "model_identity", "keys", "values", "hidden")
+    __slots__ = ("schema", "processed_tokens", "draft_offset", "model_identity", "keys", "values", "hidden", "digest")
 
-    def __init__(self, schema, processed_tokens, draft_offset, model_identity, keys, values, hidden):
+    def __init__(self, schema, processed_tokens, draft_offset, model_identity, keys, values, hidden, digest=None):
         self.schema = schema
         self.processed_tokens = processed_tokens
         self.draft_offset = draft_offset
@@ -31,9 +35,43 @@ class Checkpoint:
         self.keys = keys
         self.values = values
         self.hidden = hidden
+        self.digest = digest
 
     def __repr__(self):
         return "Checkpoint(%s, P=%s, draftOffset=%s)" % (self.schema, self.processed_tokens, self.draft_offset)
+
+
+DIGEST_MAGIC = b"mtp-oracle-checkpoint-digest/1"
+
+
+def checkpoint_digest(cp):
+    """The content digest of a checkpoint (spec §6, "Content digest"), lowercase hex SHA-256 over: the magic bytes;
+    the schema; P and draftOffset as 8-byte little-endian two's complement; the model identity; then for keys, values
+    and hidden a byte 0 when absent, else 1, the dtype name, the rank (4 bytes), each dimension (8 bytes), the byte
+    count (8 bytes) and the bytes. Strings are a 4-byte UTF-8 length and the bytes; all integers little-endian. Call it
+    on a checkpoint whose fields have the right types (after checking schema, identity, alignment and tensors)."""
+    h = hashlib.sha256(DIGEST_MAGIC)
+
+    def text(s):
+        b = s.encode("utf-8")
+        h.update(struct.pack("<I", len(b)))
+        h.update(b)
+    text(cp.schema)
+    h.update(struct.pack("<qq", cp.processed_tokens, cp.draft_offset))
+    text(cp.model_identity)
+    for t in (cp.keys, cp.values, cp.hidden):
+        if t is None:
+            h.update(b"\x00")
+            continue
+        h.update(b"\x01")
+        text(t.dtype)
+        h.update(struct.pack("<I", len(t.shape)))
+        for d in t.shape:
+            h.update(struct.pack("<q", d))
+        data = bytes(t.data) if isinstance(t.data, memoryview) else t.data
+        h.update(struct.pack("<q", len(data)))
+        h.update(data)
+    return h.hexdigest()
 
 
 class RowSampler:
@@ -192,7 +230,7 @@ def _checkpoint_in(cp):
     if cp is None or not isinstance(cp, dict):
         return cp
     return Checkpoint(cp.get("schema"), cp.get("processedTokens"), cp.get("draftOffset"), cp.get("modelIdentity"),
-                      cp.get("keys"), cp.get("values"), cp.get("hidden"))
+                      cp.get("keys"), cp.get("values"), cp.get("hidden"), cp.get("digest"))
 
 
 def _checkpoints_in(lst):
@@ -219,9 +257,10 @@ def _checkpoint_out(cp, tensors):
             return None
         tensors.append(t)
         return {"tensor": len(tensors) - 1}
+    digest = cp.digest if cp.digest is not None else checkpoint_digest(cp)
     return {"schema": cp.schema, "processedTokens": int(cp.processed_tokens), "draftOffset": int(cp.draft_offset),
             "modelIdentity": cp.model_identity, "keys": ref(cp.keys), "values": ref(cp.values),
-            "hidden": ref(cp.hidden)}
+            "hidden": ref(cp.hidden), "digest": digest}
 
 
 # ----------------------------------------------------------------------------------------------------------------

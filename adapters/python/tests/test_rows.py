@@ -6,7 +6,8 @@ import unittest
 
 import numpy as np
 
-from mtp_wire import ILLEGAL_STATE, INCOMPATIBLE_CHECKPOINT, INVALID_ARGUMENT, Checkpoint, MtpError, RowSampler, Tensor
+from mtp_wire import (ILLEGAL_STATE, INCOMPATIBLE_CHECKPOINT, INVALID_ARGUMENT, Checkpoint, MtpError, RowSampler, Tensor,
+                      checkpoint_digest)
 from tests.support import EXTERNAL, GREEDY, external, f32, i32, nb
 
 _MODEL = None
@@ -156,6 +157,12 @@ def bad_calls():
         for k, v in kw.items():
             setattr(c, k, v)
         return c
+
+    def relabelled():
+        c = cp(model_identity="another-model")
+        c.digest = checkpoint_digest(c)  # captured on another model ...
+        c.model_identity = model().identity  # ... then labelled with this one's, the digest kept
+        return c
     return [
         ("append null", "prefilled", lambda g: g.append(None), INVALID_ARGUMENT),
         ("append schema", "prefilled", lambda g: g.append([cp(schema="qwen-mtp-v0")]), INCOMPATIBLE_CHECKPOINT),
@@ -169,6 +176,10 @@ def bad_calls():
          lambda g: g.append([cp(hidden=f32(np.full((1, 1, h), np.nan)))]), INCOMPATIBLE_CHECKPOINT),
         ("append int hidden", "prefilled",
          lambda g: g.append([cp(hidden=Tensor.from_numpy(np.zeros((1, 1, h), np.int32)))]), INCOMPATIBLE_CHECKPOINT),
+        ("append relabelled", "prefilled", lambda g: g.append([relabelled()]), INCOMPATIBLE_CHECKPOINT),
+        ("append edited", "prefilled",
+         lambda g: g.append([cp(hidden=f32(np.ones((1, 1, h))))]), INCOMPATIBLE_CHECKPOINT),
+        ("append no digest", "prefilled", lambda g: g.append([cp(digest=None)]), INCOMPATIBLE_CHECKPOINT),
         ("append good then bad", "prefilled",
          lambda g: g.append([None, ok_cp(), cp(draft_offset=0)]), INCOMPATIBLE_CHECKPOINT),
         ("append in round", "round", lambda g: g.append([None]), ILLEGAL_STATE),
@@ -191,6 +202,10 @@ def bad_calls():
         ("prefill bf16 nan", "prefilled",
          lambda g: g.prefill(i32(np.zeros((2, 2))), Tensor.from_numpy(np.full((2, 2, h), np.nan, np.float32), "BF16")),
          INVALID_ARGUMENT),
+        ("prefill huge finite", "prefilled",
+         lambda g: g.prefill(i32(np.zeros((2, 2))), f32(np.full((2, 2, h), 1e19))), INVALID_ARGUMENT),
+        ("append huge hidden", "prefilled",
+         lambda g: g.append([cp(hidden=f32(np.full((1, 1, h), 3e18)))]), INCOMPATIBLE_CHECKPOINT),
         ("prefill f64 ctx", "prefilled",
          lambda g: g.prefill(i32(np.zeros((2, 2))), Tensor.from_numpy(hiddens(1, 2, 2).astype(np.float64))),
          INVALID_ARGUMENT),

@@ -75,8 +75,9 @@ class WireTest(unittest.TestCase):
         self.assertEqual(bytes(tensors[2].data), bytes(mine.hidden.data))
 
         # a checkpoint sent back is restored byte for byte
+        self.assertEqual(cp["digest"], mine.digest)
         back = {"schema": "qwen-mtp-v1", "processedTokens": 9, "draftOffset": 8, "modelIdentity": "wire-test",
-                "keys": {"tensor": 0}, "values": {"tensor": 1}, "hidden": {"tensor": 2}}
+                "keys": {"tensor": 0}, "values": {"tensor": 1}, "hidden": {"tensor": 2}, "digest": cp["digest"]}
         g2 = self.c.ok("openRows", {"model": m, "checkpoints": [back]}, tensors)[0]["group"]
         _, again = self.c.ok("capture", {"group": g2, "row": 0})
         self.assertEqual([bytes(t.data) for t in again], [bytes(t.data) for t in tensors])

@@ -9,12 +9,13 @@
 //   node adapters/typescript/dist/examples/fake_block_backend.js      (or: bun adapters/typescript/examples/...ts)
 
 import {
-  type Checkpoint, type DraftModel, type DraftRows, type Engine, type HelloResult, type LoadArgs, MtpError,
+  type CapturedCheckpoint, type Checkpoint, checkpointDigest, type DraftModel, type DraftRows, type Engine, type HelloResult, type LoadArgs, MtpError,
   type RowSampler, Tensor, illegalState, incompatibleCheckpoint, invalidArgument, serve,
 } from "../src/mtp_wire.js";
 
 const SCHEMA = "qwen-mtp-v1";
 const MAX_DEPTH = 64;
+const MAX_HIDDEN = 2 ** 51; // spec §11.14
 
 interface Shape {
   hidden: number;
@@ -188,6 +189,14 @@ class FakeRows implements DraftRows {
       kv = RowKv.restore(keys, values, s);
     }
     const hidden = checked(where, "hidden", cp.hidden, [1, 1, s.hidden]).floats();
+    if (cp.digest == null) {
+      throw incompatibleCheckpoint(`${where} carries no content digest; a checkpoint comes from a capture, or from a `
+        + "file or peer that kept its digest (spec §6)");
+    }
+    if (cp.digest !== checkpointDigest(cp as CapturedCheckpoint)) {
+      throw incompatibleCheckpoint(`${where} does not match its content digest: its label (schema, P, draftOffset, `
+        + "model identity) or its tensors were changed after capture (spec §6)");
+    }
     return { kv, hidden, prefilled: true, drafts: [], before: 0 };
   }
 
@@ -331,11 +340,13 @@ class FakeRows implements DraftRows {
         + "spec §11.1)");
     }
     const t = r.kv.length;
-    return {
+    const cp: CapturedCheckpoint = {
       schema: SCHEMA, processedTokens: t + 1, draftOffset: t, modelIdentity: this.identity,
       keys: t ? r.kv.export("keys", this.s) : null, values: t ? r.kv.export("values", this.s) : null,
       hidden: Tensor.f32(r.hidden, [1, 1, this.s.hidden]),
     };
+    cp.digest = checkpointDigest(cp);
+    return cp;
   }
 
   close(): void {
@@ -390,8 +401,11 @@ class FakeRows implements DraftRows {
       throw invalidArgument(`${call}: context shape ${t.describe()}, expected [${rows}, ${width}, ${h}] (${rule})`);
     }
     const a = t.floats();
-    const bad = a.findIndex((x) => !Number.isFinite(x));
-    if (bad >= 0) throw invalidArgument(`${call}: context element ${bad} = ${a[bad]} is not finite`);
+    const bad = a.findIndex((x) => !Number.isFinite(x) || Math.abs(x) > MAX_HIDDEN);
+    if (bad >= 0) {
+      throw invalidArgument(`${call}: context element ${bad} = ${a[bad]} ${Number.isFinite(a[bad]) ? "has magnitude "
+        + "above 2^51, where an f32 RMSNorm sum of squares could overflow (spec §11.14)" : "is not finite"}`);
+    }
     return a;
   }
 }
@@ -418,6 +432,9 @@ function checked(where: string, name: string, t: unknown, shape: number[]): Tens
     throw incompatibleCheckpoint(`${where} ${name} shape ${t.describe()}, expected [${shape.join(", ")}]`);
   }
   if (t.floats().some((x) => !Number.isFinite(x))) throw incompatibleCheckpoint(`${where} ${name} has a non-finite element`);
+  if (name === "hidden" && t.floats().some((x) => Math.abs(x) > MAX_HIDDEN)) {
+    throw incompatibleCheckpoint(`${where} hidden has an element of magnitude above 2^51 (spec §11.14)`);
+  }
   return t;
 }
 

@@ -5,6 +5,8 @@
 // calls serve(engine). The SDK owns framing, the handshake, handles, tensor decoding, error replies and poisoning of
 // a group whose handler threw something other than an MtpError.
 
+import { createHash } from "node:crypto";
+
 export const PROTOCOL = "mtp-oracle-wire/1";
 
 export type Kind =
@@ -134,6 +136,57 @@ export interface Checkpoint {
   keys: Tensor | null | unknown;
   values: Tensor | null | unknown;
   hidden: Tensor | null | unknown;
+  /** The content digest the runner sent (absent from runners older than it); compare it with checkpointDigest. */
+  digest?: unknown;
+}
+
+/** A checkpoint as a handler captures it; the server computes `digest` when the handler leaves it out. */
+export interface CapturedCheckpoint {
+  schema: string;
+  processedTokens: number;
+  draftOffset: number;
+  modelIdentity: string;
+  keys: Tensor | null;
+  values: Tensor | null;
+  hidden: Tensor;
+  digest?: string;
+}
+
+const DIGEST_MAGIC = "mtp-oracle-checkpoint-digest/1";
+
+/** The content digest of a checkpoint (spec §6, "Content digest"): lowercase hex SHA-256 over the magic bytes; the
+ * schema; P and draftOffset as 8-byte little-endian two's complement; the model identity; then for keys, values and
+ * hidden a byte 0 when absent, else 1, the dtype name, the rank (4 bytes), each dimension (8 bytes), the byte count
+ * (8 bytes) and the bytes. Strings are a 4-byte UTF-8 length and the bytes; all integers little-endian. Call it on a
+ * checkpoint whose fields have the right types (after checking schema, identity, alignment and tensors). */
+export function checkpointDigest(cp: CapturedCheckpoint): string {
+  const h = createHash("sha256");
+  const enc = new TextEncoder();
+  const u32 = (n: number) => { const b = new Uint8Array(4); new DataView(b.buffer).setUint32(0, n, true); return b; };
+  const i64 = (n: number) => {
+    const b = new Uint8Array(8);
+    new DataView(b.buffer).setBigInt64(0, BigInt(n), true);
+    return b;
+  };
+  const text = (s: string) => { const b = enc.encode(s); h.update(u32(b.length)); h.update(b); };
+  h.update(enc.encode(DIGEST_MAGIC));
+  text(cp.schema);
+  h.update(i64(cp.processedTokens));
+  h.update(i64(cp.draftOffset));
+  text(cp.modelIdentity);
+  for (const t of [cp.keys, cp.values, cp.hidden]) {
+    if (t === null) {
+      h.update(Uint8Array.of(0));
+      continue;
+    }
+    h.update(Uint8Array.of(1));
+    text(t.dtype);
+    h.update(u32(t.shape.length));
+    for (const d of t.shape) h.update(i64(d));
+    h.update(i64(t.data.byteLength));
+    h.update(t.data);
+  }
+  return h.digest("hex");
 }
 
 /** One request's draft sampler (spec §7); seed is the unsigned 64-bit seed (bigint) or what the runner sent. */
@@ -166,8 +219,7 @@ export interface DraftRows {
   prefill(tokens: Tensor | null | unknown, context: Tensor | null | unknown): void;
   draft(pending: unknown, depth: unknown, steps: unknown, sampling: unknown): number[][];
   commit(accepted: unknown, context: Tensor | null | unknown): void;
-  capture(row: unknown): { schema: string; processedTokens: number; draftOffset: number; modelIdentity: string;
-    keys: Tensor | null; values: Tensor | null; hidden: Tensor };
+  capture(row: unknown): CapturedCheckpoint;
   close(): void;
 }
 
@@ -403,7 +455,8 @@ export class Server {
         const tensors: Tensor[] = [];
         const ref = (t: Tensor | null) => (t === null ? null : { tensor: tensors.push(t) - 1 });
         return [{ checkpoint: { schema: cp.schema, processedTokens: cp.processedTokens, draftOffset: cp.draftOffset,
-          modelIdentity: cp.modelIdentity, keys: ref(cp.keys), values: ref(cp.values), hidden: ref(cp.hidden) } },
+          modelIdentity: cp.modelIdentity, keys: ref(cp.keys), values: ref(cp.values), hidden: ref(cp.hidden),
+          digest: cp.digest ?? checkpointDigest(cp) } },
         tensors];
       }
       case "rowCount": return [{ rows: this.guard(op, g, () => rows.rowCount()) }, []];

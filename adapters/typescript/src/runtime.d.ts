@@ -18,3 +18,9 @@ declare const console: {
   debug(...xs: unknown[]): void;
   error(...xs: unknown[]): void;
 };
+declare module "node:crypto" {
+  export function createHash(algorithm: "sha256"): {
+    update(data: Uint8Array): void;
+    digest(encoding: "hex"): string;
+  };
+}

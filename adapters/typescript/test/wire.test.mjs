@@ -126,6 +126,9 @@ test("bad calls are refused with the contract's kinds and change nothing; a clos
     ["capture", { row: 2 }, [], "INVALID_ARGUMENT"],
     ["append", { checkpoints: [{ ...before[0].cp, draftOffset: 0, keys: null, values: null, hidden: null }] }, [], "INCOMPATIBLE_CHECKPOINT"],
     ["append", { checkpoints: [{ ...before[0].cp, modelIdentity: "other", keys: { tensor: 0 }, values: { tensor: 1 }, hidden: { tensor: 2 } }] }, before[0].tensors, "INCOMPATIBLE_CHECKPOINT"],
+    // row 1's tensors under row 0's label and digest (the content changed), then a checkpoint without a digest
+    ["append", { checkpoints: [{ ...before[0].cp, keys: { tensor: 0 }, values: { tensor: 1 }, hidden: { tensor: 2 } }] }, before[1].tensors, "INCOMPATIBLE_CHECKPOINT"],
+    ["append", { checkpoints: [{ ...before[0].cp, digest: undefined, keys: { tensor: 0 }, values: { tensor: 1 }, hidden: { tensor: 2 } }] }, before[0].tensors, "INCOMPATIBLE_CHECKPOINT"],
   ];
   for (const [op, args, tensors, kind] of bad) {
     const r = await c.call(op, { group: g, ...args }, tensors);
@@ -181,4 +184,15 @@ test("a group whose model was unloaded refuses every call but rowCount and close
   assert.equal((await c.ok("rowCount", { group: g })).header.result.rows, 2);
   await c.ok("close", { group: g });
   await c.close();
+});
+
+test("the checkpoint digest is the encoding of spec §6 byte for byte (vectors hashed outside the code)", async () => {
+  const { Tensor, checkpointDigest } = await import("../dist/src/mtp_wire.js");
+  const hidden = new Tensor("F16", [1, 1, 2], Uint8Array.of(0x00, 0x3c, 0x00, 0x38));
+  const keys = new Tensor("F32", [1, 1, 1, 2], Uint8Array.of(0, 0, 0x80, 0x3f, 0, 0, 0, 0xc0));
+  const values = new Tensor("BF16", [1, 1, 1, 2], Uint8Array.of(0x80, 0x3f, 0x00, 0xc0));
+  assert.equal(checkpointDigest({ schema: "qwen-mtp-v1", processedTokens: 2, draftOffset: 1, modelIdentity: "abc", keys, values, hidden }),
+    "c5f4a7d7c91ce0454f4f99bb349e1fb84787fa3b59e3f8fd15f0c15a57fcb220");
+  assert.equal(checkpointDigest({ schema: "qwen-mtp-v1", processedTokens: 1, draftOffset: 0, modelIdentity: "abc", keys: null, values: null, hidden }),
+    "ca275b0589efc1c0911fb66fe4f5ea3e9c257947d7d4812d2491a9d6fa490269");
 });

@@ -10,7 +10,7 @@ import numpy as np
 
 import mtp_wire
 from mtp_wire import errors as E
-from mtp_wire.server import Checkpoint
+from mtp_wire.server import Checkpoint, checkpoint_digest
 from mtp_wire.tensor import Tensor
 
 from .block import Block, RowCache
@@ -106,6 +106,12 @@ class Rows:
             keys = _checked(where, "keys", cp.keys, kv_shape)[0]
             values = _checked(where, "values", cp.values, kv_shape)[0]
         hidden = _checked(where, "hidden", cp.hidden, (1, 1, c.hidden))[0, 0]
+        if cp.digest is None:
+            raise bad("%s carries no content digest; a checkpoint comes from a capture, or from a file or peer that "
+                      "kept its digest (spec §6)" % where)
+        if cp.digest != checkpoint_digest(cp):
+            raise bad("%s does not match its content digest: its label (schema, P, draftOffset, model identity) or "
+                      "its tensors were changed after capture (spec §6)" % where)
         return keys, values, hidden
 
     # -- §5.3 filterRows
@@ -246,7 +252,9 @@ class Rows:
         keys = Tensor.from_numpy(r.kv.keys()[None].astype(np.float32)) if t else None
         values = Tensor.from_numpy(r.kv.values()[None].astype(np.float32)) if t else None
         hidden = Tensor.from_numpy(r.hidden.astype(np.float32).reshape(1, 1, -1))
-        return Checkpoint(SCHEMA, t + 1, t, self.m.identity, keys, values, hidden)
+        cp = Checkpoint(SCHEMA, t + 1, t, self.m.identity, keys, values, hidden)
+        cp.digest = checkpoint_digest(cp)
+        return cp
 
     def close(self):
         self.closed = True
@@ -302,12 +310,16 @@ class Rows:
             raise E.invalid_argument("%s: context shape %s, expected [%d, %d, %d] (%s)"
                                      % (call, t.describe(), rows, width, h, rule))
         a = t.array().astype(np.float64)
-        bad = np.argwhere(~np.isfinite(a))
+        bad = np.argwhere(~np.isfinite(a) | (np.abs(a) > MAX_HIDDEN))
         if len(bad):
             i, j, k = (int(v) for v in bad[0])
-            raise E.invalid_argument("%s: context[%d, %d, %d] = %r is not finite" % (call, i, j, k, a[i, j, k]))
+            raise E.invalid_argument("%s: context[%d, %d, %d] (row %d, position %d) = %r %s" % (
+                call, i, j, k, i, j, a[i, j, k], "is not finite" if not np.isfinite(a[i, j, k]) else
+                "has magnitude above 2^51, where an f32 RMSNorm sum of squares could overflow (spec §11.14)"))
         return a
 
+
+MAX_HIDDEN = 2.0 ** 51  # spec §11.14: the largest hidden magnitude a call may pass
 
 def _abbrev(identity):
     s = str(identity)
@@ -327,6 +339,9 @@ def _checked(where, name, t, shape):
     if not np.all(np.isfinite(a)):
         raise E.incompatible_checkpoint("%s %s element %d is not finite" % (where, name,
                                                                           int(np.flatnonzero(~np.isfinite(a))[0])))
+    if name == "hidden" and np.any(np.abs(a) > MAX_HIDDEN):
+        raise E.incompatible_checkpoint("%s hidden element %d has magnitude above 2^51 (spec §11.14)" % (
+            where, int(np.flatnonzero(np.abs(a) > MAX_HIDDEN)[0])))
     return a
 
 

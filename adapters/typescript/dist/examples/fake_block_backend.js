@@ -7,9 +7,10 @@
 // contract is expected to pass. See ../README.md for the list.
 //
 //   node adapters/typescript/dist/examples/fake_block_backend.js      (or: bun adapters/typescript/examples/...ts)
-import { MtpError, Tensor, illegalState, incompatibleCheckpoint, invalidArgument, serve, } from "../src/mtp_wire.js";
+import { checkpointDigest, MtpError, Tensor, illegalState, incompatibleCheckpoint, invalidArgument, serve, } from "../src/mtp_wire.js";
 const SCHEMA = "qwen-mtp-v1";
 const MAX_DEPTH = 64;
+const MAX_HIDDEN = 2 ** 51; // spec §11.14
 /** The fake block: position-aware, deterministic, a function of (token, hidden, position) only. */
 class FakeBlock {
     s;
@@ -168,6 +169,14 @@ class FakeRows {
             kv = RowKv.restore(keys, values, s);
         }
         const hidden = checked(where, "hidden", cp.hidden, [1, 1, s.hidden]).floats();
+        if (cp.digest == null) {
+            throw incompatibleCheckpoint(`${where} carries no content digest; a checkpoint comes from a capture, or from a `
+                + "file or peer that kept its digest (spec §6)");
+        }
+        if (cp.digest !== checkpointDigest(cp)) {
+            throw incompatibleCheckpoint(`${where} does not match its content digest: its label (schema, P, draftOffset, `
+                + "model identity) or its tensors were changed after capture (spec §6)");
+        }
         return { kv, hidden, prefilled: true, drafts: [], before: 0 };
     }
     filterRows(keep) {
@@ -321,11 +330,13 @@ class FakeRows {
                 + "spec §11.1)");
         }
         const t = r.kv.length;
-        return {
+        const cp = {
             schema: SCHEMA, processedTokens: t + 1, draftOffset: t, modelIdentity: this.identity,
             keys: t ? r.kv.export("keys", this.s) : null, values: t ? r.kv.export("values", this.s) : null,
             hidden: Tensor.f32(r.hidden, [1, 1, this.s.hidden]),
         };
+        cp.digest = checkpointDigest(cp);
+        return cp;
     }
     close() {
         this.closed = true;
@@ -381,9 +392,11 @@ class FakeRows {
             throw invalidArgument(`${call}: context shape ${t.describe()}, expected [${rows}, ${width}, ${h}] (${rule})`);
         }
         const a = t.floats();
-        const bad = a.findIndex((x) => !Number.isFinite(x));
-        if (bad >= 0)
-            throw invalidArgument(`${call}: context element ${bad} = ${a[bad]} is not finite`);
+        const bad = a.findIndex((x) => !Number.isFinite(x) || Math.abs(x) > MAX_HIDDEN);
+        if (bad >= 0) {
+            throw invalidArgument(`${call}: context element ${bad} = ${a[bad]} ${Number.isFinite(a[bad]) ? "has magnitude "
+                + "above 2^51, where an f32 RMSNorm sum of squares could overflow (spec §11.14)" : "is not finite"}`);
+        }
         return a;
     }
 }
@@ -415,6 +428,9 @@ function checked(where, name, t, shape) {
     }
     if (t.floats().some((x) => !Number.isFinite(x)))
         throw incompatibleCheckpoint(`${where} ${name} has a non-finite element`);
+    if (name === "hidden" && t.floats().some((x) => Math.abs(x) > MAX_HIDDEN)) {
+        throw incompatibleCheckpoint(`${where} hidden has an element of magnitude above 2^51 (spec §11.14)`);
+    }
     return t;
 }
 class FakeModel {

@@ -40,7 +40,26 @@ export interface Checkpoint {
     keys: Tensor | null | unknown;
     values: Tensor | null | unknown;
     hidden: Tensor | null | unknown;
+    /** The content digest the runner sent (absent from runners older than it); compare it with checkpointDigest. */
+    digest?: unknown;
 }
+/** A checkpoint as a handler captures it; the server computes `digest` when the handler leaves it out. */
+export interface CapturedCheckpoint {
+    schema: string;
+    processedTokens: number;
+    draftOffset: number;
+    modelIdentity: string;
+    keys: Tensor | null;
+    values: Tensor | null;
+    hidden: Tensor;
+    digest?: string;
+}
+/** The content digest of a checkpoint (spec §6, "Content digest"): lowercase hex SHA-256 over the magic bytes; the
+ * schema; P and draftOffset as 8-byte little-endian two's complement; the model identity; then for keys, values and
+ * hidden a byte 0 when absent, else 1, the dtype name, the rank (4 bytes), each dimension (8 bytes), the byte count
+ * (8 bytes) and the bytes. Strings are a 4-byte UTF-8 length and the bytes; all integers little-endian. Call it on a
+ * checkpoint whose fields have the right types (after checking schema, identity, alignment and tensors). */
+export declare function checkpointDigest(cp: CapturedCheckpoint): string;
 /** One request's draft sampler (spec §7); seed is the unsigned 64-bit seed (bigint) or what the runner sent. */
 export interface RowSampler {
     temperature: unknown;
@@ -72,15 +91,7 @@ export interface DraftRows {
     prefill(tokens: Tensor | null | unknown, context: Tensor | null | unknown): void;
     draft(pending: unknown, depth: unknown, steps: unknown, sampling: unknown): number[][];
     commit(accepted: unknown, context: Tensor | null | unknown): void;
-    capture(row: unknown): {
-        schema: string;
-        processedTokens: number;
-        draftOffset: number;
-        modelIdentity: string;
-        keys: Tensor | null;
-        values: Tensor | null;
-        hidden: Tensor;
-    };
+    capture(row: unknown): CapturedCheckpoint;
     close(): void;
 }
 export interface DraftModel {

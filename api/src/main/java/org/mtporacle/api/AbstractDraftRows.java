@@ -231,6 +231,13 @@ public abstract class AbstractDraftRows<S> implements DraftRows {
             int[][] ids = RowContract.tokens("prefill", tokens, b, vocab);
             int len = ids[0].length;
             RowContract.context("prefill", context, b, len, hiddenSize, "the taps at the same L positions as tokens");
+            int[] added = new int[b];
+            for (int r = 0; r < b; r++) {
+                added[r] = (warm[r] ? 1 : 0) + len - 1;
+            }
+            RowContract.positions("prefill", lengths, added, model.config(), "a prefill of L = " + len);
+            RowContract.forwardSize("prefill", b, Math.min(len, PREFILL_CHUNK), model, false,
+                    "split the prefill into shorter ones (a split prefill equals one, spec §10.1.8)");
             float[] ctx = context.toFloatArray(); // [B, L, H]
             int[] at = lengths.clone();
             S next = onBackend("prefill", () -> prefillSteps(ids, ctx, at));
@@ -312,6 +319,11 @@ public abstract class AbstractDraftRows<S> implements DraftRows {
                             + "prefilled first, spec §5.7)");
                 }
             }
+            int[] added = new int[b];
+            Arrays.fill(added, Math.max(1, depth) + (depth > 0 ? 1 : 0)); // the round, and commit's full acceptance
+            RowContract.positions("draft", lengths, added, model.config(), "a round of depth " + depth
+                    + " and its commit");
+            RowContract.forwardSize("draft", b, 1, model, true, "draft fewer rows at a time");
             int[] from = lengths;
             int[] ids = pending.clone();
             long[] at = steps.clone();
@@ -416,7 +428,7 @@ public abstract class AbstractDraftRows<S> implements DraftRows {
             }
             int kept = lengths[row];
             RowTensors t = onBackend("capture", () -> export(storage, row, kept));
-            return new RowCheckpoint(RowCheckpoint.SCHEMA, kept + 1, kept, model.identity(), t.keys(), t.values(),
+            return RowCheckpoint.sealed(RowCheckpoint.SCHEMA, kept + 1, kept, model.identity(), t.keys(), t.values(),
                     t.hidden());
         } finally {
             exit();

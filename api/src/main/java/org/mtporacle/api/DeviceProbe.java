@@ -24,6 +24,15 @@ public interface DeviceProbe {
     /** Operations issued on this model's device since it was loaded (graph nodes, views included). */
     long operations();
 
+    /**
+     * Nanoseconds this model's device has spent evaluating since it was loaded (running graphs and waiting for
+     * results), or −1 when it does not count them. The rest of a call's time is the host's: checks, graph building,
+     * uploads, thread hand-offs.
+     */
+    default long evaluationNanos() {
+        return -1;
+    }
+
     /** The device the figures are for, in words ({@code "mlx gpu"}). */
     String device();
 }

@@ -1,5 +1,13 @@
 package org.mtporacle.api;
 
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
 import java.util.Objects;
 
 /**
@@ -11,20 +19,112 @@ import java.util.Objects;
  * independent copies and restore copies again, so one checkpoint can be appended to any number of groups, of any
  * backend, loaded with the same model ({@code modelIdentity}).
  *
+ * <p>The {@code digest} binds the label to the content (spec §6, "Content digest"): SHA-256 over a canonical encoding
+ * of the schema, P, draftOffset, model identity and every tensor's dtype, shape and bytes. A backend's capture sets it
+ * ({@link #sealed}); restore recomputes it and refuses a checkpoint whose label or tensors were changed without
+ * recomputing it, and one without a digest. It is a checksum anyone can recompute, not a signature.
+ *
  * @param schema          {@value #SCHEMA}
  * @param processedTokens P ≥ 1
  * @param draftOffset     P − 1 for a well-formed checkpoint (spec §6; restore refuses anything else)
  * @param modelIdentity   {@link MtpModel#identity()} of the model that produced it
+ * @param digest          the content digest recorded when it was captured (64 lowercase hex digits), or null for a
+ *                        checkpoint built without one, which restore refuses
  */
 public record RowCheckpoint(String schema, int processedTokens, int draftOffset, String modelIdentity,
-                            HostTensor keys, HostTensor values, HostTensor hidden) {
+                            HostTensor keys, HostTensor values, HostTensor hidden, String digest) {
     /** The only schema this version reads and writes. */
     public static final String SCHEMA = "qwen-mtp-v1";
+    /** The first bytes of the digest's canonical encoding (spec §6). */
+    public static final String DIGEST_MAGIC = "mtp-oracle-checkpoint-digest/1";
+    private static final int CHUNK = 1 << 16;
 
     public RowCheckpoint {
         Objects.requireNonNull(schema, "schema");
         Objects.requireNonNull(modelIdentity, "modelIdentity");
         Objects.requireNonNull(hidden, "hidden");
+    }
+
+    /** A checkpoint without a digest (restore refuses it until it is {@link #sealed() sealed}). */
+    public RowCheckpoint(String schema, int processedTokens, int draftOffset, String modelIdentity, HostTensor keys,
+                         HostTensor values, HostTensor hidden) {
+        this(schema, processedTokens, draftOffset, modelIdentity, keys, values, hidden, null);
+    }
+
+    /** A checkpoint whose digest is computed from these fields: what a backend's capture returns. */
+    public static RowCheckpoint sealed(String schema, int processedTokens, int draftOffset, String modelIdentity,
+                                       HostTensor keys, HostTensor values, HostTensor hidden) {
+        return new RowCheckpoint(schema, processedTokens, draftOffset, modelIdentity, keys, values, hidden)
+                .sealed();
+    }
+
+    /** This checkpoint with its digest recomputed from its fields (whoever calls it vouches for them). */
+    public RowCheckpoint sealed() {
+        return new RowCheckpoint(schema, processedTokens, draftOffset, modelIdentity, keys, values, hidden,
+                contentDigest());
+    }
+
+    /** True when a digest is recorded and equals {@link #contentDigest()}. */
+    public boolean digestMatches() {
+        return digest != null && digest.equals(contentDigest());
+    }
+
+    /**
+     * The content digest of these fields, lowercase hex SHA-256 over (spec §6, all integers little-endian): the ASCII
+     * bytes of {@value #DIGEST_MAGIC}; the schema; P and draftOffset as 8-byte two's complement; the model identity;
+     * then for each of keys, values, hidden one byte 0 when absent, or 1 followed by the dtype's safetensors name, the
+     * rank as 4 bytes, each dimension as 8 bytes, the byte count as 8 bytes and the tensor's little-endian row-major
+     * bytes. Each string is its UTF-8 byte count as 4 bytes followed by those bytes.
+     */
+    public String contentDigest() {
+        MessageDigest md;
+        try {
+            md = MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is required of every JDK", e);
+        }
+        md.update(DIGEST_MAGIC.getBytes(StandardCharsets.US_ASCII));
+        text(md, schema);
+        md.update(le(8).putLong(processedTokens).array());
+        md.update(le(8).putLong(draftOffset).array());
+        text(md, modelIdentity);
+        tensor(md, keys);
+        tensor(md, values);
+        tensor(md, hidden);
+        return HexFormat.of().formatHex(md.digest());
+    }
+
+    private static ByteBuffer le(int n) {
+        return ByteBuffer.allocate(n).order(ByteOrder.LITTLE_ENDIAN);
+    }
+
+    private static void text(MessageDigest md, String s) {
+        byte[] b = s.getBytes(StandardCharsets.UTF_8);
+        md.update(le(4).putInt(b.length).array());
+        md.update(b);
+    }
+
+    private static void tensor(MessageDigest md, HostTensor t) {
+        if (t == null) {
+            md.update((byte) 0);
+            return;
+        }
+        md.update((byte) 1);
+        text(md, t.dtype().safetensorsName());
+        int[] shape = t.shape();
+        md.update(le(4).putInt(shape.length).array());
+        for (int d : shape) {
+            md.update(le(8).putLong(d).array());
+        }
+        MemorySegment data = t.data();
+        long n = data.byteSize();
+        md.update(le(8).putLong(n).array());
+        byte[] chunk = new byte[(int) Math.min(CHUNK, n)];
+        for (long off = 0; off < n; off += chunk.length) {
+            int len = (int) Math.min(chunk.length, n - off);
+            MemorySegment.copy(data, ValueLayout.JAVA_BYTE, off, chunk, 0, len);
+            md.update(chunk, 0, len);
+        }
     }
 
     /** True when every field and every tensor byte are equal (spec §10.1.7 "byte-identical"). */
@@ -42,6 +142,8 @@ public record RowCheckpoint(String schema, int processedTokens, int draftOffset,
     @Override
     public String toString() {
         return "RowCheckpoint[" + schema + ", P=" + processedTokens + ", draftOffset=" + draftOffset
-                + ", keys=" + (keys == null ? "none" : keys.describe()) + ", hidden=" + hidden.describe() + "]";
+                + ", keys=" + (keys == null ? "none" : keys.describe()) + ", hidden=" + hidden.describe()
+                + ", digest=" + (digest == null ? "none" : UntrustedText.quote(digest.length() > 12
+                ? digest.substring(0, 12) + "…" : digest)) + "]";
     }
 }

@@ -10,8 +10,75 @@ import java.util.List;
 public final class RowContract {
     /** The deepest draft round a call may ask for; deeper rounds are refused before any work. */
     public static final int MAX_DEPTH = 64;
+    /** The most drafter KV positions ({@code P − 1}) a row may hold, whatever the model (spec §11.13). */
+    public static final int MAX_POSITIONS = 1 << 20;
+    /**
+     * The most elements one array of a call may need (spec §11.13): a row's cache {@code [nKV, P−1, D]} (a checkpoint
+     * tensor), a context tensor, and one forward's activations (rows × positions × its widest per-token vector).
+     */
+    public static final long MAX_ELEMENTS = 1L << 30;
+    /**
+     * The largest magnitude of a hidden state a call may pass (context taps, a checkpoint's hidden), 2^51 (spec
+     * §11.14): the block's RMSNorm sums squares in f32, and H ≤ 2^23 values of at most 2^51 sum to at most 2^125,
+     * a factor 8 below f32's largest value (room for the sum's rounding), while a single value of about 1.8e19 already
+     * squares to infinity.
+     */
+    public static final float MAX_HIDDEN = 0x1p51f;
 
     private RowContract() {
+    }
+
+    /** The most drafter positions a row of {@code c} may hold: {@link #MAX_POSITIONS}, fewer when nKV·D is wide. */
+    public static int maxPositions(MtpConfig c) {
+        return (int) Math.min(MAX_POSITIONS, MAX_ELEMENTS / ((long) c.numKvHeads() * c.headDim()));
+    }
+
+    /**
+     * The widest per-token vector one forward of the block holds (spec §11.13): the fc input 2·H, q_proj with its gate
+     * 2·nH·D, nKV·D, the MLP's width (dense I; MoE the widest of top-k·H, the expert count and the expert and shared
+     * widths); the logits (V) only when {@code withLogits}.
+     */
+    public static long widestPerToken(MtpModel model, boolean withLogits) {
+        MtpConfig c = model.config();
+        long w = Math.max(2L * c.hiddenSize(), Math.max(2L * c.numHeads() * c.headDim(),
+                (long) c.numKvHeads() * c.headDim()));
+        w = Math.max(w, c.intermediateSize());
+        if (model.weights() != null && model.weights().mlp() instanceof MlpWeights.Moe moe) {
+            w = Math.max(w, Math.max((long) moe.topK() * c.hiddenSize(), moe.numExperts()));
+            w = Math.max(w, Math.max(moe.expertWidth(), moe.sharedExpert() == null ? 0 : moe.sharedExpert().width()));
+        }
+        return withLogits ? Math.max(w, c.vocabSize()) : w;
+    }
+
+    /**
+     * Fails (INVALID_ARGUMENT) when a row would hold more than {@link #maxPositions} drafter positions after the call:
+     * row {@code b} holds {@code held[b]} and the call adds {@code added[b]} (spec §11.13).
+     */
+    public static void positions(String call, int[] held, int[] added, MtpConfig c, String what) {
+        int max = maxPositions(c);
+        for (int b = 0; b < held.length; b++) {
+            long after = (long) held[b] + added[b];
+            if (after > max) {
+                throw MtpException.invalidArgument(call + ": row " + b + " holds " + held[b] + " drafter positions; "
+                        + what + " would bring it to " + after + ", more than the " + max + " a row may hold (spec "
+                        + "§11.13)");
+            }
+        }
+    }
+
+    /**
+     * Fails (INVALID_ARGUMENT) when one forward of {@code rows × positions} tokens would hold more than
+     * {@link #MAX_ELEMENTS} elements in one array (spec §11.13).
+     */
+    public static void forwardSize(String call, int rows, int positions, MtpModel model, boolean withLogits,
+                                   String advice) {
+        long w = widestPerToken(model, withLogits);
+        long elements = (long) rows * positions * w; // each factor < 2^31 and w ≤ 2^26: no overflow
+        if (elements > MAX_ELEMENTS) {
+            throw MtpException.invalidArgument(call + ": one forward of " + rows + " rows × " + positions
+                    + " positions × " + w + " values per token needs " + elements + " elements in one array, more "
+                    + "than " + MAX_ELEMENTS + " (spec §11.13); " + advice);
+        }
     }
 
     /** Fails when the group is closed or poisoned. */
@@ -66,6 +133,10 @@ public final class RowContract {
         if (len < 1) {
             throw MtpException.invalidArgument(call + ": tokens has L = 0 new positions, expected L ≥ 1 (spec §5.4)");
         }
+        if (len > MAX_POSITIONS) {
+            throw MtpException.invalidArgument(call + ": tokens has L = " + len + " positions, more than the "
+                    + MAX_POSITIONS + " a row may hold (spec §11.13)");
+        }
         int[][] out = new int[rows][len];
         for (int b = 0; b < rows; b++) {
             for (int t = 0; t < len; t++) {
@@ -94,13 +165,19 @@ public final class RowContract {
             throw MtpException.invalidArgument(call + ": context shape " + context.describe() + ", expected ["
                     + rows + ", " + width + ", " + hidden + "] (" + widthRule + ")");
         }
+        if (context.elementCount() > MAX_ELEMENTS) {
+            throw MtpException.invalidArgument(call + ": context has " + context.elementCount() + " elements, more "
+                    + "than the " + MAX_ELEMENTS + " one call may pass (spec §11.13); split it into shorter calls");
+        }
         long n = context.elementCount();
         for (long i = 0; i < n; i++) {
             float v = context.getFloat(i);
-            if (!Float.isFinite(v)) {
+            if (!Float.isFinite(v) || Math.abs(v) > MAX_HIDDEN) {
                 long per = (long) width * hidden;
                 throw MtpException.invalidArgument(call + ": context[" + (i / per) + ", " + (i % per / hidden) + ", "
-                        + (i % hidden) + "] = " + v + " is not finite");
+                        + (i % hidden) + "] (row " + (i / per) + ", position " + (i % per / hidden) + ") = " + v
+                        + (Float.isFinite(v) ? ", magnitude above 2^51, where the block's f32 RMSNorm sum of squares "
+                        + "could overflow (spec §11.14)" : " is not finite"));
             }
         }
     }
@@ -184,7 +261,8 @@ public final class RowContract {
 
     /**
      * Checks a checkpoint against the model (spec §6, §11.1): schema, identity, {@code draftOffset == P − 1},
-     * shapes and dtypes of keys, values and hidden, finite values.
+     * shapes and dtypes of keys, values and hidden, finite values, and last its content digest (a relabelled or
+     * edited checkpoint, or one without a digest, is refused).
      *
      * @param index its position in the append list, for the message
      */
@@ -204,9 +282,9 @@ public final class RowContract {
             throw MtpException.incompatibleCheckpoint(where + " has invalid paired alignment: draftOffset = "
                     + cp.draftOffset() + " with processedTokens = " + p + ", expected draftOffset = P − 1 (spec §6)");
         }
-        if ((long) (p - 1) * c.headDim() > Integer.MAX_VALUE) {
-            throw MtpException.incompatibleCheckpoint(where + " has P − 1 = " + (p - 1) + " positions of " + c.headDim()
-                    + " values per head, more than the 2^31 − 1 a head's cache can hold");
+        if (p - 1 > maxPositions(c)) {
+            throw MtpException.incompatibleCheckpoint(where + " has P − 1 = " + (p - 1) + " positions, more than the "
+                    + maxPositions(c) + " a row of this model may hold (spec §11.13)");
         }
         int[] kvShape = {1, c.numKvHeads(), p - 1, c.headDim()};
         if (p == 1) {
@@ -218,6 +296,14 @@ public final class RowContract {
             tensor(where, "values", cp.values(), kvShape);
         }
         tensor(where, "hidden", cp.hidden(), new int[] {1, 1, c.hiddenSize()});
+        if (cp.digest() == null) {
+            throw MtpException.incompatibleCheckpoint(where + " carries no content digest; a checkpoint comes from a "
+                    + "capture, or from a file or peer that kept its digest (spec §6)");
+        }
+        if (!cp.digestMatches()) {
+            throw MtpException.incompatibleCheckpoint(where + " does not match its content digest: its label (schema, "
+                    + "P, draftOffset, model identity) or its tensors were changed after capture (spec §6)");
+        }
     }
 
     private static void tensor(String where, String name, HostTensor t, int[] shape) {
@@ -234,9 +320,15 @@ public final class RowContract {
                     + java.util.Arrays.toString(shape));
         }
         long n = t.elementCount();
+        boolean isHidden = name.equals("hidden");
         for (long i = 0; i < n; i++) {
-            if (!Float.isFinite(t.getFloat(i))) {
+            float v = t.getFloat(i);
+            if (!Float.isFinite(v)) {
                 throw MtpException.incompatibleCheckpoint(where + " " + name + " element " + i + " is not finite");
+            }
+            if (isHidden && Math.abs(v) > MAX_HIDDEN) {
+                throw MtpException.incompatibleCheckpoint(where + " hidden element " + i + " = " + v + ", magnitude "
+                        + "above 2^51, where the block's f32 RMSNorm sum of squares could overflow (spec §11.14)");
             }
         }
     }

@@ -34,11 +34,12 @@ public final class DeviceDraftBench {
     /**
      * One timed configuration: the round's median and its draft and commit parts; the bandwidth floor and the round
      * as a multiple of it; the operations the round issues and their fixed cost at the measured per-operation time
-     * (NaN where the backend is no {@link DeviceProbe}).
+     * (NaN where the backend is no {@link DeviceProbe}); and how much of the round the device spent evaluating
+     * ({@link DeviceProbe#evaluationNanos()}; the rest is host work: checks, graph building, uploads, hand-offs).
      */
     public record Row(String preset, String weights, int batch, long weightBytes, double ms, double draftMs,
                       double commitMs, double floorMs, double ratio, double opsPerRound, double opsMs,
-                      String variant) {
+                      double evalMs, String variant) {
     }
 
     /** Every row, with the device, the bandwidth the floors use and the per-operation time. */
@@ -57,14 +58,17 @@ public final class DeviceDraftBench {
                         + "each operation of a round pays); ops ms = operations per round × that%n",
                         operationSeconds * 1e6));
             }
+            sb.append("  eval ms = time inside the device's evaluations (graph run and wait); round ms − eval ms is host"
+                    + " work\n");
             boolean varied = rows.stream().anyMatch(r -> !r.variant().isEmpty());
-            sb.append(String.format(Locale.ROOT, "  %-14s %-7s %3s %10s %9s %9s %9s %9s %8s %8s %8s%s%n", "preset",
-                    "weights", "B", "weights MB", "round ms", "draft ms", "commit ms", "floor ms", "x floor",
-                    "ops", "ops ms", varied ? "  options" : ""));
+            sb.append(String.format(Locale.ROOT, "  %-14s %-7s %3s %10s %9s %9s %9s %9s %8s %8s %8s %8s%s%n",
+                    "preset", "weights", "B", "weights MB", "round ms", "draft ms", "commit ms", "floor ms",
+                    "x floor", "ops", "ops ms", "eval ms", varied ? "  options" : ""));
             for (Row r : rows) {
-                sb.append(String.format(Locale.ROOT, "  %-14s %-7s %3d %10.1f %9.3f %9.3f %9.3f %9.3f %8.2f %8.0f "
-                                + "%8.3f%s%n", r.preset(), r.weights(), r.batch(), r.weightBytes() / 1e6, r.ms(),
-                        r.draftMs(), r.commitMs(), r.floorMs(), r.ratio(), r.opsPerRound(), r.opsMs(),
+                sb.append(String.format(Locale.ROOT,
+                        "  %-14s %-7s %3d %10.1f %9.3f %9.3f %9.3f %9.3f %8.2f %8.0f %8.3f %8.3f%s%n",
+                        r.preset(), r.weights(), r.batch(), r.weightBytes() / 1e6, r.ms(), r.draftMs(),
+                        r.commitMs(), r.floorMs(), r.ratio(), r.opsPerRound(), r.opsMs(), r.evalMs(),
                         varied ? "  " + r.variant() : ""));
             }
             sb.append("  numerics: ").append(numerics).append('\n');
@@ -81,9 +85,10 @@ public final class DeviceDraftBench {
                 sb.append(i == 0 ? "" : ", ").append(String.format(Locale.ROOT, "{\"preset\": \"%s\", \"weights\": "
                         + "\"%s\", \"batch\": %d, \"weightBytes\": %d, \"ms\": %.4f, \"draftMs\": %.4f, "
                         + "\"commitMs\": %.4f, \"floorMs\": %s, \"ratio\": %s, \"opsPerRound\": %s, \"opsMs\": %s, "
-                        + "\"options\": \"%s\"}",
+                        + "\"evalMs\": %s, \"options\": \"%s\"}",
                         r.preset(), r.weights(), r.batch(), r.weightBytes(), r.ms(), r.draftMs(), r.commitMs(),
-                        num(r.floorMs()), num(r.ratio()), num(r.opsPerRound()), num(r.opsMs()), r.variant()));
+                        num(r.floorMs()), num(r.ratio()), num(r.opsPerRound()), num(r.opsMs()), num(r.evalMs()),
+                        r.variant()));
             }
             return sb.append("]}").toString();
         }
@@ -157,7 +162,8 @@ public final class DeviceDraftBench {
                                 long bytes = DraftStepBench.weightBytes(model, b);
                                 double floor = bytes / bandwidth * 1e3;
                                 rows.add(new Row(p.name(), w, b, bytes, t.round(), t.draft(), t.commit(), floor,
-                                        t.round() / floor, t.opsPerRound(), t.opsPerRound() * opSeconds * 1e3, label));
+                                        t.round() / floor, t.opsPerRound(), t.opsPerRound() * opSeconds * 1e3,
+                                        t.evalMs(), label));
                             }
                         }
                     }
@@ -168,7 +174,7 @@ public final class DeviceDraftBench {
     }
 
     /** Medians of a round, its draft and its commit (ms), and the operations a round issues (NaN if unknown). */
-    record Times(double round, double draft, double commit, double opsPerRound) {
+    record Times(double round, double draft, double commit, double opsPerRound, double evalMs) {
     }
 
     /** A greedy draft round of depth 1 plus a commit accepting nothing, over {@code b} rows, {@code rounds} times. */
@@ -189,6 +195,7 @@ public final class DeviceDraftBench {
             double[] draft = new double[rounds + WARMUP];
             double[] commit = new double[rounds + WARMUP];
             double[] round = new double[rounds + WARMUP];
+            double[] evalMs = new double[rounds + WARMUP];
             long opsBefore = 0;
             for (int r = 0; r < round.length; r++) {
                 if (r == WARMUP) {
@@ -198,17 +205,20 @@ public final class DeviceDraftBench {
                 long[] steps = new long[b];
                 Arrays.fill(pending, r % vocab);
                 Arrays.fill(steps, r);
+                long evalBefore = dm instanceof DeviceProbe p ? p.evaluationNanos() : -1;
                 long start = System.nanoTime();
                 rows.draft(pending, 1, steps, greedy);
                 long mid = System.nanoTime();
                 rows.commit(accepted, context);
                 long end = System.nanoTime();
+                long evalAfter = dm instanceof DeviceProbe p ? p.evaluationNanos() : -1;
+                evalMs[r] = evalBefore < 0 || evalAfter < 0 ? Double.NaN : (evalAfter - evalBefore) / 1e6;
                 draft[r] = (mid - start) / 1e6;
                 commit[r] = (end - mid) / 1e6;
                 round[r] = (end - start) / 1e6;
             }
             double ops = dm instanceof DeviceProbe p ? (double) (p.operations() - opsBefore) / rounds : Double.NaN;
-            return new Times(median(round), median(draft), median(commit), ops);
+            return new Times(median(round), median(draft), median(commit), ops, median(evalMs));
         }
     }
 

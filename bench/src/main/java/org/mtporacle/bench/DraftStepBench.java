@@ -200,7 +200,7 @@ final class DraftStepBench {
             List<RowCheckpoint> cps = new ArrayList<>();
             for (int r = 0; r < b; r++) {
                 int n = kvs[r].length();
-                cps.add(new RowCheckpoint(RowCheckpoint.SCHEMA, n + 1, n, model.identity(),
+                cps.add(RowCheckpoint.sealed(RowCheckpoint.SCHEMA, n + 1, n, model.identity(),
                         HostTensor.ofFloats(new float[c.numKvHeads() * n * c.headDim()], 1, c.numKvHeads(), n,
                                 c.headDim()),
                         HostTensor.ofFloats(new float[c.numKvHeads() * n * c.headDim()], 1, c.numKvHeads(), n,

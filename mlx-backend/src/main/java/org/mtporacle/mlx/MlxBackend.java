@@ -135,7 +135,10 @@ public final class MlxBackend implements MtpBackend {
             }
             default -> lib.hasGpu();
         };
-        String bad = knownCrash(lib.version(), gpu && lib.hasCuda(), model.weights().isMoe(), precision);
+        boolean cudnnAttention = lib.environment().stream()
+                .noneMatch(x -> x.name().equals("MLX_CUDA_USE_CUDNN_SDPA") && x.value().equals("0"));
+        String bad = knownCrash(lib.version(), gpu && lib.hasCuda(), cudnnAttention, model.config().headDim(),
+                precision);
         if (bad != null) {
             throw new MtpException(MtpException.Kind.UNAVAILABLE, bad);
         }
@@ -146,15 +149,19 @@ public final class MlxBackend implements MtpBackend {
 
     /**
      * Why this combination would take the process down, or null. Seen on an H200 (MLX 0.31.1 CUDA build, cuDNN
-     * 9.14): an MoE model in native (bf16) precision dies with SIGSEGV inside {@code cudnn::graph::LibraryConfig::init}
-     * at the first evaluation of a forward (the router read); the same model in f32, and dense models in both
-     * precisions, run. A crash in native code cannot be caught, so the backend refuses the load instead.
+     * 9.14): with cuDNN's fused attention on, bf16/f16 attention over more than one query with a head size of at
+     * most 128 (what MLX sends to cuDNN) died with SIGSEGV inside {@code cudnn::graph::LibraryConfig::init}, first
+     * met by the MoE fixtures. The backend turns cuDNN attention off ({@link MlxEnvironment}); a user who turns it
+     * back on with such a model in native precision is refused, as a crash in native code cannot be caught.
      */
-    static String knownCrash(String mlxVersion, boolean cuda, boolean moe, MlxDraftModel.Precision precision) {
-        if (cuda && moe && precision == MlxDraftModel.Precision.NATIVE && mlxVersion.startsWith("0.31.")) {
-            return "mlx: an MoE model in precision=native on CUDA crashes MLX " + mlxVersion + " inside cuDNN "
-                    + "(SIGSEGV in cudnn::graph::LibraryConfig::init at the first evaluation); refused so the "
-                    + "process survives — use precision=f32 or device=cpu";
+    static String knownCrash(String mlxVersion, boolean cuda, boolean cudnnAttention, int headDim,
+                             MlxDraftModel.Precision precision) {
+        if (cuda && cudnnAttention && headDim <= 128 && precision == MlxDraftModel.Precision.NATIVE
+                && mlxVersion.startsWith("0.31.")) {
+            return "mlx: MLX_CUDA_USE_CUDNN_SDPA is on, and MLX " + mlxVersion + " sends this model's attention "
+                    + "(head size " + headDim + " <= 128, precision=native) to cuDNN, whose first use crashes the "
+                    + "process (SIGSEGV in cudnn::graph::LibraryConfig::init); refused so the process survives - "
+                    + "unset it, or use precision=f32 or device=cpu";
         }
         return null;
     }

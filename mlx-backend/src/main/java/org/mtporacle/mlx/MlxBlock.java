@@ -20,10 +20,17 @@ final class MlxBlock implements AutoCloseable {
     private final MtpConfig c;
     private final int dtype; // compute dtype (mlx_dtype)
     private final float eps;
-    private final MlxLinear fc, q, k, v, o, embedding, head;
-    private final MlxLinear gate, up, down; // the dense MLP, or null
+    private final MlxLinear fc, o, embedding, head;
+    private final MlxStack qkv;              // q, k and v as one product where they stack
+    private final MlxStack gateUp;           // the dense MLP's gate and up as one product, or null
+    private final MlxLinear down;            // the dense MLP's down, or null
     private final MlxMoe moe;               // the MoE MLP (spec §12), or null
     private final MlxArray preE, preH, inNorm, qNorm, kNorm, postNorm, finalNorm;
+    /** RoPE permutation {@code [D]} int32: {@code f + R/2} for {@code f < R/2}, {@code f − R/2} below {@code R}, else {@code f}. */
+    private final MlxArray ropePerm;
+    /** RoPE tables {@code [positions, D]} f32 for positions {@code [0, ropePositions)}, grown on demand. */
+    private MlxArray ropeCos, ropeSin;
+    private int ropePositions;
 
     /** The batched cache: {@code keys}/{@code values} {@code [B, nKV, capacity, D]}, row {@code b} valid in {@code [0, lengths[b])}. */
     record Kv(MlxArray keys, MlxArray values, int[] lengths) {
@@ -49,18 +56,14 @@ final class MlxBlock implements AutoCloseable {
         List<AutoCloseable> made = new ArrayList<>();
         try {
             fc = track(made, MlxLinear.upload(ops, w.fc(), dtype, quantF32));
-            q = track(made, MlxLinear.upload(ops, w.qProj(), dtype, quantF32));
-            k = track(made, MlxLinear.upload(ops, w.kProj(), dtype, quantF32));
-            v = track(made, MlxLinear.upload(ops, w.vProj(), dtype, quantF32));
+            qkv = track(made, MlxStack.upload(ops, List.of(w.qProj(), w.kProj(), w.vProj()), dtype, quantF32));
             o = track(made, MlxLinear.upload(ops, w.oProj(), dtype, quantF32));
             if (w.mlp() instanceof MlpWeights.Moe m) {
-                gate = null;
-                up = null;
+                gateUp = null;
                 down = null;
                 moe = new MlxMoe(ops, m, dtype, quantF32, moePath, made);
             } else {
-                gate = track(made, MlxLinear.upload(ops, w.gateProj(), dtype, quantF32));
-                up = track(made, MlxLinear.upload(ops, w.upProj(), dtype, quantF32));
+                gateUp = track(made, MlxStack.upload(ops, List.of(w.gateProj(), w.upProj()), dtype, quantF32));
                 down = track(made, MlxLinear.upload(ops, w.downProj(), dtype, quantF32));
                 moe = null;
             }
@@ -73,6 +76,7 @@ final class MlxBlock implements AutoCloseable {
             kNorm = track(made, gain(ops, w.kNorm()));
             postNorm = track(made, gain(ops, w.postAttentionNorm()));
             finalNorm = track(made, gain(ops, w.finalNorm()));
+            ropePerm = track(made, ropePermutation(ops));
         } catch (RuntimeException | Error e) {
             // Arrays already released from the scope belong to nobody yet: free them, or a failed upload (an
             // unsupported tensor, the device out of memory) would leak everything uploaded before it.
@@ -134,21 +138,24 @@ final class MlxBlock implements AutoCloseable {
         MlxArray x = fc.apply(ops, ops.concatenate(List.of(e, g), 2));
         // 5. a = RMSNorm(x)
         MlxArray a = ops.rmsNorm(x, inNorm, eps);
-        // 1.5.1 query and gate interleaved per head
-        MlxArray qg = ops.reshape(q.apply(ops, a), b, s, nH, 2 * d);
+        // 1.5.1 query and gate interleaved per head; k and v (one product)
+        List<MlxArray> proj = qkv.apply(ops, a);
+        MlxArray qg = ops.reshape(proj.get(0), b, s, nH, 2 * d);
         MlxArray query = ops.slice(qg, new int[] {0, 0, 0, 0}, new int[] {b, s, nH, d});
         MlxArray gateHalf = ops.reshape(ops.slice(qg, new int[] {0, 0, 0, d}, new int[] {b, s, nH, 2 * d}),
                 b, s, nH * d);
-        MlxArray key = ops.reshape(k.apply(ops, a), b, s, nKv, d);
-        MlxArray value = ops.reshape(v.apply(ops, a), b, s, nKv, d);
+        MlxArray key = ops.reshape(proj.get(1), b, s, nKv, d);
+        MlxArray value = ops.reshape(proj.get(2), b, s, nKv, d);
         // 1.5.3 per-head RMSNorm before RoPE; 1.5.4 to [B, heads, S, D]
         query = ops.transpose(ops.rmsNorm(query, qNorm, eps), 0, 2, 1, 3);
         key = ops.transpose(ops.rmsNorm(key, kNorm, eps), 0, 2, 1, 3);
         value = ops.transpose(value, 0, 2, 1, 3);
-        // 1.5.5 RoPE at logical positions lengths[b] + t
-        MlxArray[] cosSin = rotaryTables(ops, kv.lengths(), s);
-        query = rope(ops, query, cosSin);
-        key = rope(ops, key, cosSin);
+        // 1.5.5 RoPE at logical positions lengths[b] + t, queries and keys in one pass
+        if (c.rotaryDims() > 0) {
+            MlxArray both = rope(ops, ops.concatenate(List.of(query, key), 1), kv.lengths(), s);
+            query = ops.slice(both, new int[] {0, 0, 0, 0}, new int[] {b, nH, s, d});
+            key = ops.slice(both, new int[] {0, nH, 0, 0}, new int[] {b, nH + nKv, s, d});
+        }
         // 1.5.6 append at each row's logical end
         Kv next = append(ops, kv, key, value, s);
         int t = 0;
@@ -157,8 +164,17 @@ final class MlxBlock implements AutoCloseable {
         }
         MlxArray keys = ops.slice(next.keys(), new int[] {0, 0, 0, 0}, new int[] {b, nKv, t, d});
         MlxArray values = ops.slice(next.values(), new int[] {0, 0, 0, 0}, new int[] {b, nKv, t, d});
-        // 1.5.7 attention over the row's own columns [0, length_b + i]
-        MlxArray attn = ops.attention(query, keys, values, (float) c.attentionScale(), mask(ops, kv.lengths(), s, t));
+        // 1.5.7 attention over the row's own columns [0, length_b + i]: with every row at one length that is every
+        // column for one query and MLX's end-aligned causal mask for several; otherwise an explicit mask
+        float scale = (float) c.attentionScale();
+        MlxArray attn;
+        if (!equalLengths(kv.lengths())) {
+            attn = ops.attention(query, keys, values, scale, mask(ops, kv.lengths(), s, t));
+        } else if (s == 1) {
+            attn = ops.attention(query, keys, values, scale, null);
+        } else {
+            attn = ops.attentionCausal(query, keys, values, scale);
+        }
         // 1.5.8 back to [B, S, nH·D], gate, o_proj
         MlxArray merged = ops.reshape(ops.transpose(attn, 0, 2, 1, 3), b, s, nH * d);
         MlxArray r = o.apply(ops, ops.multiply(merged, ops.sigmoid(gateHalf)));
@@ -168,8 +184,9 @@ final class MlxBlock implements AutoCloseable {
         MlxMoe.Choices experts = null;
         MlxArray m;
         if (moe == null) {
-            MlxArray gt = gate.apply(ops, n);
-            m = down.apply(ops, ops.multiply(ops.multiply(gt, ops.sigmoid(gt)), up.apply(ops, n)));
+            List<MlxArray> gu = gateUp.apply(ops, n);
+            MlxArray gt = gu.get(0);
+            m = down.apply(ops, ops.multiply(ops.multiply(gt, ops.sigmoid(gt)), gu.get(1)));
         } else {
             MlxMoe.Routed routed = moe.apply(ops, n);
             m = routed.out();
@@ -180,46 +197,113 @@ final class MlxBlock implements AutoCloseable {
         return new Step(ops.rmsNorm(y, finalNorm, eps), next, experts);
     }
 
-    /** cos and sin {@code [B, 1, S, R/2]} f32 of {@code (lengths[b] + t) · θ^(−2f/R)}, as the reference computes them. */
-    private MlxArray[] rotaryTables(MlxOps ops, int[] lengths, int s) {
-        int half = c.rotaryDims() / 2;
+    /**
+     * Half-split RoPE on the first R features of {@code x [B, heads, S, D]} at positions {@code lengths[b] + t}, in f32
+     * (spec §1.5 step 5), as {@code x · C + x[perm] · S}: for {@code f < R/2}, {@code C = cos θ_f},
+     * {@code S = −sin θ_f}, {@code x[perm] = x[f + R/2]}; for {@code R/2 ≤ f < R}, {@code C = cos θ_{f−R/2}},
+     * {@code S = sin θ_{f−R/2}}, {@code x[perm] = x[f − R/2]}; past R, {@code C = 1}, {@code S = 0}. In IEEE f32
+     * {@code a·c + b·(−s)} is {@code a·c − b·s} exactly, so this is the rotation term for term, in four kernels.
+     */
+    private MlxArray rope(MlxOps ops, MlxArray x, int[] lengths, int s) {
         int b = lengths.length;
-        float[] cos = new float[b * s * half];
-        float[] sin = new float[b * s * half];
-        for (int r = 0; r < b; r++) {
-            for (int t = 0; t < s; t++) {
-                int pos = lengths[r] + t;
-                for (int f = 0; f < half; f++) {
-                    double angle = pos * Math.pow(c.ropeTheta(), -2.0 * f / c.rotaryDims());
-                    cos[(r * s + t) * half + f] = (float) Math.cos(angle);
-                    sin[(r * s + t) * half + f] = (float) Math.sin(angle);
+        int d = c.headDim();
+        growRope(ops, maxEnd(lengths, s));
+        MlxArray cos;
+        MlxArray sin;
+        if (equalLengths(lengths)) {
+            int[] start = {lengths[0], 0};
+            int[] stop = {lengths[0] + s, d};
+            cos = ops.reshape(ops.slice(ropeCos, start, stop), 1, 1, s, d);
+            sin = ops.reshape(ops.slice(ropeSin, start, stop), 1, 1, s, d);
+        } else {
+            int[] pos = new int[b * s];
+            for (int r = 0; r < b; r++) {
+                for (int t = 0; t < s; t++) {
+                    pos[r * s + t] = lengths[r] + t;
                 }
             }
+            MlxArray at = ops.fromInts(pos, b, s);
+            cos = ops.reshape(ops.take(ropeCos, at, 0), b, 1, s, d);
+            sin = ops.reshape(ops.take(ropeSin, at, 0), b, 1, s, d);
         }
-        return new MlxArray[] {ops.fromFloats(cos, b, 1, s, half), ops.fromFloats(sin, b, 1, s, half)};
+        MlxArray xf = x.dtype() == MlxC.MLX_FLOAT32 ? x : ops.astype(x, MlxC.MLX_FLOAT32);
+        MlxArray out = ops.add(ops.multiply(xf, cos), ops.multiply(ops.take(xf, ropePerm, 3), sin));
+        return dtype == MlxC.MLX_FLOAT32 ? out : ops.astype(out, dtype);
     }
 
-    /** Half-split RoPE on the first R features of {@code x [B, heads, S, D]}, in f32 (spec §1.5 step 5). */
-    private MlxArray rope(MlxOps ops, MlxArray x, MlxArray[] cosSin) {
+    /**
+     * Makes the RoPE tables cover positions {@code [0, end)}, in steps of {@link MlxDraftRows#CAPACITY_STEP}: each
+     * angle {@code pos · θ^(−2f/R)} in f64, its cos and sin rounded to f32, as the reference computes them.
+     */
+    private void growRope(MlxOps ops, int end) {
+        if (end <= ropePositions) {
+            return;
+        }
+        int step = MlxDraftRows.CAPACITY_STEP;
+        int positions = Math.toIntExact(((long) end + step - 1) / step * step);
+        int d = c.headDim();
         int rDims = c.rotaryDims();
-        if (rDims == 0) {
-            return x;
-        }
-        int[] sh = x.shape();
         int half = rDims / 2;
-        MlxArray xf = x.dtype() == MlxC.MLX_FLOAT32 ? x : ops.astype(x, MlxC.MLX_FLOAT32);
-        MlxArray x1 = ops.slice(xf, new int[] {0, 0, 0, 0}, new int[] {sh[0], sh[1], sh[2], half});
-        MlxArray x2 = ops.slice(xf, new int[] {0, 0, 0, half}, new int[] {sh[0], sh[1], sh[2], rDims});
-        MlxArray cos = cosSin[0];
-        MlxArray sin = cosSin[1];
-        MlxArray out1 = ops.subtract(ops.multiply(x1, cos), ops.multiply(x2, sin));
-        MlxArray out2 = ops.add(ops.multiply(x1, sin), ops.multiply(x2, cos));
-        List<MlxArray> parts = new ArrayList<>(List.of(out1, out2));
-        if (rDims < sh[3]) {
-            parts.add(ops.slice(xf, new int[] {0, 0, 0, rDims}, sh));
+        float[] cos = new float[Math.multiplyExact(positions, d)];
+        float[] sin = new float[cos.length];
+        for (int p = 0; p < positions; p++) {
+            for (int f = 0; f < d; f++) {
+                int i = p * d + f;
+                if (f >= rDims) {
+                    cos[i] = 1f;
+                    continue;
+                }
+                int g = f < half ? f : f - half;
+                double angle = p * Math.pow(c.ropeTheta(), -2.0 * g / rDims);
+                cos[i] = (float) Math.cos(angle);
+                float sn = (float) Math.sin(angle);
+                sin[i] = f < half ? -sn : sn;
+            }
         }
-        MlxArray out = ops.concatenate(parts, 3);
-        return dtype == MlxC.MLX_FLOAT32 ? out : ops.astype(out, dtype);
+        MlxArray newCos = ops.fromFloats(cos, positions, d);
+        MlxArray newSin = ops.fromFloats(sin, positions, d);
+        ops.scope().release(newCos);
+        ops.scope().release(newSin);
+        if (ropeCos != null) {
+            ropeCos.close();
+            ropeSin.close();
+        }
+        ropeCos = newCos;
+        ropeSin = newSin;
+        ropePositions = positions;
+    }
+
+    private MlxArray ropePermutation(MlxOps ops) {
+        int d = c.headDim();
+        int rDims = c.rotaryDims();
+        int half = rDims / 2;
+        int[] perm = new int[d];
+        for (int f = 0; f < d; f++) {
+            perm[f] = f >= rDims ? f : f < half ? f + half : f - half;
+        }
+        MlxArray a = ops.fromInts(perm, d);
+        return ops.scope().release(a);
+    }
+
+    /** Whether there is at least one row and every row has the same length. */
+    private static boolean equalLengths(int[] lengths) {
+        if (lengths.length == 0) {
+            return false;
+        }
+        for (int len : lengths) {
+            if (len != lengths[0]) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static int maxEnd(int[] lengths, int s) {
+        int end = 0;
+        for (int len : lengths) {
+            end = Math.max(end, Math.addExact(len, s));
+        }
+        return end;
     }
 
     /** Writes {@code k, v [B, nKV, S, D]} at columns {@code [lengths[b], lengths[b] + S)} of each row (spec §4.2). */
@@ -228,10 +312,7 @@ final class MlxBlock implements AutoCloseable {
         int b = lengths.length;
         int nKv = c.numKvHeads();
         int d = c.headDim();
-        boolean equal = true;
-        for (int len : lengths) {
-            equal &= len == lengths[0];
-        }
+        boolean equal = equalLengths(lengths);
         MlxArray keys = kv.keys();
         MlxArray values = kv.values();
         if (equal) {
@@ -273,18 +354,22 @@ final class MlxBlock implements AutoCloseable {
 
     @Override
     public void close() {
-        for (MlxLinear l : List.of(fc, q, k, v, o, embedding, head)) {
+        for (MlxLinear l : List.of(fc, o, embedding, head)) {
             l.close();
         }
+        qkv.close();
         if (moe != null) {
             moe.close();
         } else {
-            gate.close();
-            up.close();
+            gateUp.close();
             down.close();
         }
-        for (MlxArray a : List.of(preE, preH, inNorm, qNorm, kNorm, postNorm, finalNorm)) {
+        for (MlxArray a : List.of(preE, preH, inNorm, qNorm, kNorm, postNorm, finalNorm, ropePerm)) {
             a.close();
+        }
+        if (ropeCos != null) {
+            ropeCos.close();
+            ropeSin.close();
         }
     }
 }

@@ -161,12 +161,6 @@ public final class MlxDraftModel implements DraftModel, DeviceProbe {
         return a.dtype() == dtype ? a : ops.astype(a, dtype);
     }
 
-    /** {@code values} shaped {@code shape} on the device in the compute dtype. */
-    MlxArray uploadFloats(MlxOps ops, float[] values, int... shape) {
-        MlxArray a = ops.fromFloats(values, shape);
-        return dtype == MlxC.MLX_FLOAT32 ? a : ops.astype(a, dtype);
-    }
-
     @Override
     public String device() {
         return "mlx " + (stream.isGpu() ? "gpu" : "cpu");
@@ -231,6 +225,11 @@ public final class MlxDraftModel implements DraftModel, DeviceProbe {
     @Override
     public long operations() {
         return lib.operations();
+    }
+
+    @Override
+    public long evaluationNanos() {
+        return lib.evalNanos();
     }
 
     @Override

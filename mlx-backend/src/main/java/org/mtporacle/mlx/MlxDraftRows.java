@@ -138,7 +138,7 @@ final class MlxDraftRows extends AbstractDraftRows<MlxDraftRows.DeviceRows> impl
     protected DeviceRows forward(DeviceRows s, int[] at, boolean[] rows, int[] ids, float[] hin, int n) {
         int b = s.rows();
         MlxBlock.Kv kv = ensureCapacity(new MlxBlock.Kv(s.keys(), s.values(), at), n);
-        MlxArray h = hin == null ? s.hidden() : model.uploadFloats(ops, hin, b, n, c.hiddenSize());
+        MlxArray h = hin == null ? s.hidden() : ops.fromFloatsAs(hin, model.dtype(), b, n, c.hiddenSize());
         MlxBlock.Step step = model.block().forward(ops, ops.fromInts(ids, b, n), h, kv);
         route(step, at, rows, n, 0);
         return new DeviceRows(b, step.kv().keys(), step.kv().values(), s.hidden());
@@ -147,7 +147,7 @@ final class MlxDraftRows extends AbstractDraftRows<MlxDraftRows.DeviceRows> impl
     @Override
     protected DeviceRows retain(DeviceRows s, float[] hidden) {
         return new DeviceRows(s.rows(), s.keys(), s.values(),
-                model.uploadFloats(ops, hidden, s.rows(), 1, c.hiddenSize()));
+                ops.fromFloatsAs(hidden, model.dtype(), s.rows(), 1, c.hiddenSize()));
     }
 
     /** Every draw stays on the device and feeds the next position; the round's keys go up once, tokens come back once. */
@@ -286,11 +286,7 @@ final class MlxDraftRows extends AbstractDraftRows<MlxDraftRows.DeviceRows> impl
     /** Evaluates the new arrays and takes them out of the call's scope. */
     @Override
     protected DeviceRows seal(DeviceRows next) {
-        for (MlxArray a : arrays(next)) {
-            if (a != null) {
-                ops.eval(a);
-            }
-        }
+        ops.evalAll(arrays(next).stream().filter(a -> a != null).toList());
         for (MlxArray a : arrays(next)) {
             if (a != null) {
                 ops.scope().release(a);
@@ -299,11 +295,11 @@ final class MlxDraftRows extends AbstractDraftRows<MlxDraftRows.DeviceRows> impl
         return next;
     }
 
-    /** Frees the arrays the published rows no longer use. */
+    /** Frees the arrays the published rows no longer use, queued on the MLX thread (the caller does not wait). */
     @Override
     protected void discard(DeviceRows superseded, DeviceRows current) {
         List<MlxArray> now = List.of(arrays(current).stream().filter(a -> a != null).toArray(MlxArray[]::new));
-        model.library().thread().run(() -> {
+        model.library().thread().post(() -> {
             for (MlxArray a : arrays(superseded)) {
                 if (a != null && now.stream().noneMatch(x -> x == a)) {
                     a.close();

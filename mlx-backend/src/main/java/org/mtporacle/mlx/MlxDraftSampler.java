@@ -64,14 +64,15 @@ final class MlxDraftSampler {
         this.anySeeded = seeded;
         this.anyTopP = p;
         this.anyTopK = kk;
-        this.greedy = ops.fromBools(isGreedy, rows);
-        this.topP = ops.fromBools(applyTopP, rows, 1);
-        this.threshold = ops.fromFloats(thr, rows, 1);
-        this.topK = ops.fromInts(k, rows, 1);
-        this.invT = ops.fromFloats(scale, rows, 1);
-        this.keys = ops.fromUints(words, depth, rows, 2);
-        this.negInf = ops.fromFloats(new float[] {Float.NEGATIVE_INFINITY});
-        this.one = ops.fromInts(new int[] {1});
+        // an all-greedy round only takes the argmax: it uploads nothing
+        this.greedy = seeded ? ops.fromBools(isGreedy, rows) : null;
+        this.topP = seeded ? ops.fromBools(applyTopP, rows, 1) : null;
+        this.threshold = seeded ? ops.fromFloats(thr, rows, 1) : null;
+        this.topK = seeded ? ops.fromInts(k, rows, 1) : null;
+        this.invT = seeded ? ops.fromFloats(scale, rows, 1) : null;
+        this.keys = seeded ? ops.fromUints(words, depth, rows, 2) : null;
+        this.negInf = seeded ? ops.fromFloats(new float[] {Float.NEGATIVE_INFINITY}) : null;
+        this.one = seeded ? ops.fromInts(new int[] {1}) : null;
     }
 
     /** The samplers of a round of {@code depth} positions, row {@code b} at steps {@code steps[b] + t}. */

@@ -64,12 +64,26 @@ class MlxSelfCheckTest {
     }
 
     @Test
-    void anMoeModelInNativePrecisionOnCudaIsRefusedBeforeItCanCrashTheProcess() {
-        assertThat(MlxBackend.knownCrash("0.31.1", true, true, MlxDraftModel.Precision.NATIVE))
-                .contains("crashes MLX 0.31.1 inside cuDNN").contains("use precision=f32 or device=cpu");
-        assertThat(MlxBackend.knownCrash("0.31.1", true, true, MlxDraftModel.Precision.F32)).isNull();
-        assertThat(MlxBackend.knownCrash("0.31.1", false, true, MlxDraftModel.Precision.NATIVE)).isNull();
-        assertThat(MlxBackend.knownCrash("0.31.1", true, false, MlxDraftModel.Precision.NATIVE)).isNull();
-        assertThat(MlxBackend.knownCrash("0.32.0", true, true, MlxDraftModel.Precision.NATIVE)).isNull();
+    void cudnnAttentionTurnedBackOnIsRefusedBeforeItCanCrashTheProcess() {
+        var native_ = MlxDraftModel.Precision.NATIVE;
+        assertThat(MlxBackend.knownCrash("0.31.1", true, true, 16, native_))
+                .contains("MLX_CUDA_USE_CUDNN_SDPA is on").contains("head size 16 <= 128")
+                .contains("unset it, or use precision=f32 or device=cpu");
+        assertThat(MlxBackend.knownCrash("0.31.1", true, true, 128, native_)).isNotNull();
+        assertThat(MlxBackend.knownCrash("0.31.1", true, true, 256, native_)).isNull(); // MLX keeps 256 off cuDNN
+        assertThat(MlxBackend.knownCrash("0.31.1", true, false, 16, native_)).isNull(); // the backend's default
+        assertThat(MlxBackend.knownCrash("0.31.1", true, true, 16, MlxDraftModel.Precision.F32)).isNull();
+        assertThat(MlxBackend.knownCrash("0.31.1", false, true, 16, native_)).isNull();
+        assertThat(MlxBackend.knownCrash("0.32.0", true, true, 16, native_)).isNull();
+    }
+
+    @Test
+    void theBackendTurnsCudnnAttentionOffUnlessTheUserSetIt() {
+        MlxTestSupport.requireMlx();
+        var setting = MlxLibrary.load(MlxDiscovery.fromEnvironment()).environment().stream()
+                .filter(x -> x.name().equals("MLX_CUDA_USE_CUDNN_SDPA")).findFirst().orElseThrow();
+        String user = System.getenv("MLX_CUDA_USE_CUDNN_SDPA");
+        assertThat(setting.value()).isEqualTo(user == null ? "0" : user);
+        assertThat(setting.setByBackend()).isEqualTo(user == null);
     }
 }

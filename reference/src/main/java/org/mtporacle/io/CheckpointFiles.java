@@ -14,8 +14,10 @@ import java.util.Set;
  * by another: a safetensors file whose {@code __metadata__} holds {@code schema} ({@code qwen-mtp-v1}),
  * {@code processedTokens}, {@code draftOffset} and {@code modelIdentity}, and whose tensors are {@code keys} and
  * {@code values} {@code [1, nKV, P−1, D]} (absent when {@code P == 1}) and {@code hidden} {@code [1, 1, H]}, in the
- * dtype they were captured in. Reading checks the file's form only; whether the checkpoint fits a model is checked
- * when a group restores it.
+ * dtype they were captured in. {@code digest} holds the checkpoint's content digest (spec §6); files written before
+ * it have none, read as checkpoints without a digest, which restore refuses ({@code mtp checkpoint --seal} vouches
+ * for such a file by recomputing it). Reading checks the file's form only; whether the checkpoint fits a model, and
+ * its digest its content, is checked when a group restores it.
  */
 public final class CheckpointFiles {
     /** {@code __metadata__ format} of checkpoint files. */
@@ -23,6 +25,7 @@ public final class CheckpointFiles {
     /** The largest checkpoint file read: 1 GiB holds 2^18 positions of a bf16 KV with nKV·D = 1024. */
     public static final long MAX_BYTES = 1L << 30;
     private static final Set<String> TENSORS = Set.of("keys", "values", "hidden");
+    private static final java.util.regex.Pattern DIGEST = java.util.regex.Pattern.compile("[0-9a-f]{64}");
 
     private CheckpointFiles() {
     }
@@ -34,6 +37,9 @@ public final class CheckpointFiles {
                 .metadata("processedTokens", Integer.toString(cp.processedTokens()))
                 .metadata("draftOffset", Integer.toString(cp.draftOffset()))
                 .metadata("modelIdentity", cp.modelIdentity());
+        if (cp.digest() != null) {
+            w.metadata("digest", cp.digest());
+        }
         if (cp.keys() != null) {
             w.add("keys", cp.keys());
         }
@@ -78,9 +84,13 @@ public final class CheckpointFiles {
         if (!f.contains("hidden")) {
             throw MtpException.malformedFile(where + ": no 'hidden' tensor");
         }
+        String digest = meta.get("digest");
+        if (digest != null && !DIGEST.matcher(digest).matches()) {
+            throw MtpException.malformedFile(where + ": metadata 'digest' is not 64 lowercase hex digits (spec §6)");
+        }
         return new RowCheckpoint(text(meta, "schema", where), integer(meta, "processedTokens", where),
                 integer(meta, "draftOffset", where), text(meta, "modelIdentity", where),
-                view(f, "keys"), view(f, "values"), f.tensor("hidden"));
+                view(f, "keys"), view(f, "values"), f.tensor("hidden"), digest);
     }
 
     private static HostTensor view(SafetensorsFile f, String name) {

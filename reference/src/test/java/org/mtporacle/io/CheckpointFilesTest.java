@@ -46,6 +46,51 @@ class CheckpointFilesTest {
         }
     }
 
+    /**
+     * A checkpoint file captured on one model whose metadata is edited to another model's identity (the tensors
+     * copied byte for byte, the digest kept) is refused by that model; so is a file written before digests, until
+     * it is sealed again. Without the digest check both would restore.
+     */
+    @Test
+    void aRelabelledCheckpointFileIsRefusedAndAFileWithoutADigestToo() {
+        MtpModel a = TestModels.random(TestModels.tinyConfig(), 3, DType.BF16);
+        MtpModel b = TestModels.random(TestModels.tinyConfig(), 5, DType.BF16);
+        assertThat(a.identity()).isNotEqualTo(b.identity());
+        SplittableRandom rnd = new SplittableRandom(4);
+        RowCheckpoint captured;
+        try (ReferenceDraftModel dm = ReferenceBackend.load(a, KernelMode.VECTOR, 1);
+             var rows = dm.openRows(Collections.singletonList(null))) {
+            rows.prefill(TestModels.tokens(rnd, 1, 6, 512), TestModels.hiddens(rnd, 1, 6, 64));
+            captured = rows.capture(0);
+        }
+        Path file = dir.resolve("a.safetensors");
+        CheckpointFiles.write(captured, file);
+        assertThat(CheckpointFiles.read(file).digest()).isEqualTo(captured.digest()).isNotNull();
+
+        Path relabelled = dir.resolve("relabelled.safetensors");
+        new SafetensorsWriter().metadata("format", CheckpointFiles.FORMAT).metadata("schema", captured.schema())
+                .metadata("processedTokens", "6").metadata("draftOffset", "5")
+                .metadata("modelIdentity", b.identity()).metadata("digest", captured.digest())
+                .add("keys", captured.keys()).add("values", captured.values()).add("hidden", captured.hidden())
+                .write(relabelled);
+        Path old = dir.resolve("old.safetensors");
+        CheckpointFiles.write(new RowCheckpoint(captured.schema(), 6, 5, b.identity(), captured.keys(),
+                captured.values(), captured.hidden()), old);
+        try (ReferenceDraftModel dm = ReferenceBackend.load(b, KernelMode.VECTOR, 1)) {
+            MtpException e = catchThrowableOfType(MtpException.class,
+                    () -> dm.openRows(List.of(CheckpointFiles.read(relabelled))));
+            assertThat(e.kind()).isEqualTo(MtpException.Kind.INCOMPATIBLE_CHECKPOINT);
+            assertThat(e.getMessage()).contains("label").contains("changed after capture").doesNotContain("\n")
+                    .doesNotContain(captured.digest());
+            RowCheckpoint legacy = CheckpointFiles.read(old);
+            assertThat(legacy.digest()).isNull();
+            MtpException none = catchThrowableOfType(MtpException.class, () -> dm.openRows(List.of(legacy)));
+            assertThat(none.kind()).isEqualTo(MtpException.Kind.INCOMPATIBLE_CHECKPOINT);
+            assertThat(none.getMessage()).contains("no content digest");
+            dm.openRows(List.of(legacy.sealed())).close(); // whoever seals it vouches for it
+        }
+    }
+
     @Test
     void aOneTokenCheckpointHasOnlyAHidden() {
         RowCheckpoint cp = new RowCheckpoint(RowCheckpoint.SCHEMA, 1, 0, "id", null, null,

@@ -31,7 +31,8 @@ import java.util.concurrent.Callable;
 @Command(name = "checkpoint", mixinStandardHelpOptions = true,
         description = {"Write a row checkpoint file (mtp-oracle-checkpoint/1): one row of a backend after a seeded "
                 + "prefill of --tokens tokens and --rounds greedy draft rounds (depth 2, all accepted), with "
-                + "synthetic hiddens.", "Read it back with `mtp inspect FILE`."})
+                + "synthetic hiddens; or, with --seal, an existing checkpoint file with its content digest "
+                + "recomputed.", "Read it back with `mtp inspect FILE`."})
 final class CheckpointCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
@@ -46,6 +47,11 @@ final class CheckpointCommand implements Callable<Integer> {
 
         @Option(names = "--model", paramLabel = "DIR", description = "A model directory or .safetensors file.")
         Path model;
+
+        @Option(names = "--seal", paramLabel = "FILE", description = "A checkpoint file to copy to --out with its "
+                + "content digest recomputed (spec §6): for a file written before digests, which restore refuses. "
+                + "You vouch for its label and tensors; nothing checks them.")
+        Path seal;
     }
 
     @Option(names = "--out", paramLabel = "FILE", required = true, description = "The checkpoint file to write.")
@@ -78,6 +84,15 @@ final class CheckpointCommand implements Callable<Integer> {
             throw org.mtporacle.api.MtpException.invalidArgument("checkpoint: " + out
                     + " already exists (give --force to overwrite it)");
         }
+        if (source.seal != null) {
+            RowCheckpoint in = CheckpointFiles.read(source.seal);
+            String was = in.digest() == null ? "none" : in.digestMatches() ? "matching" : "not matching";
+            RowCheckpoint sealed = in.sealed();
+            CheckpointFiles.write(sealed, out);
+            System.out.printf("wrote %s: P = %d, draftOffset = %d, digest %s (recorded digest: %s)%n", out,
+                    sealed.processedTokens(), sealed.draftOffset(), sealed.digest(), was);
+            return MtpCommand.EXIT_OK;
+        }
         MtpBackend b = backend.resolve("reference");
         MtpModel model = source.model != null ? ModelLoader.load(source.model)
                 : Mixins.Usage.lookup(spec, () -> FixtureRecipe.named(source.fixture))
@@ -99,8 +114,8 @@ final class CheckpointCommand implements Callable<Integer> {
             cp = rows.capture(0);
         }
         CheckpointFiles.write(cp, out);
-        System.out.printf("wrote %s: backend %s, P = %d, draftOffset = %d, model %s%n", out, b.name(),
-                cp.processedTokens(), cp.draftOffset(), cp.modelIdentity());
+        System.out.printf("wrote %s: backend %s, P = %d, draftOffset = %d, model %s, digest %s%n", out, b.name(),
+                cp.processedTokens(), cp.draftOffset(), cp.modelIdentity(), cp.digest());
         return MtpCommand.EXIT_OK;
     }
 }

@@ -99,6 +99,14 @@ final class InspectCommand implements Callable<Integer> {
         }
         m.put("tensors", t);
         m.put("digest", CheckpointDigest.of(cp));
+        String content = cp.contentDigest();
+        m.put("contentDigest", content);
+        // the recorded value is the file's: never printed beyond a short prefix (it only has to be told apart)
+        m.put("recordedDigest", cp.digest() == null ? "none (written before digests; restore refuses it, "
+                + "`mtp checkpoint --seal` vouches for it)" : content.equals(cp.digest()) ? "matches"
+                : "DOES NOT MATCH (recorded " + UntrustedText.clip(cp.digest().substring(0, Math.min(12,
+                cp.digest().length()))) + "…): the label or the tensors were changed after capture; restore "
+                + "refuses it");
         return m;
     }
 

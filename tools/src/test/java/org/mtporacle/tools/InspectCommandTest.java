@@ -32,6 +32,21 @@ class InspectCommandTest {
                 "modelIdentity: abc", "keys: F32[1, 2, 2, 4]");
         Cli j = Cli.run("inspect", "--json", f.toString());
         assertThat(j.out()).contains("\"kind\" : \"checkpoint\"", "\"digest\"");
+        assertThat(r.out()).contains("contentDigest: " + cp.contentDigest(), "recordedDigest: none");
+
+        Path sealed = tmp.resolve("sealed.safetensors");
+        Cli s = Cli.run("checkpoint", "--seal", f.toString(), "--out", sealed.toString());
+        assertThat(s.exit()).isZero();
+        assertThat(Cli.run("inspect", sealed.toString()).out()).contains("recordedDigest: matches");
+
+        Path relabelled = tmp.resolve("relabelled.safetensors");
+        RowCheckpoint good = cp.sealed();
+        CheckpointFiles.write(new RowCheckpoint(cp.schema(), 3, 2, "abd", cp.keys(), cp.values(), cp.hidden(),
+                good.digest()), relabelled);
+        Cli bad = Cli.run("inspect", relabelled.toString());
+        assertThat(bad.exit()).isZero();
+        assertThat(bad.out()).contains("recordedDigest: DOES NOT MATCH (recorded " + good.digest().substring(0, 12)
+                + "…)").doesNotContain(good.digest());
     }
 
     @Test

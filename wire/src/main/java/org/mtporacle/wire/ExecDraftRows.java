@@ -164,6 +164,13 @@ final class ExecDraftRows implements DraftRows {
         if (cp == null) {
             throw engine.violation("capture", "result.checkpoint is missing (WIRE.md §5)");
         }
+        if (cp.digest() == null) {
+            return cp.sealed(); // an engine older than the digest: the runner computes it from what the engine sent
+        }
+        if (!cp.digestMatches()) {
+            throw engine.violation("capture", "result.checkpoint.digest does not match the checkpoint it came with "
+                    + "(spec §6, WIRE.md §5.1)");
+        }
         return cp;
     }
 

@@ -78,6 +78,9 @@ final class WireValues {
         o.set("keys", tensor(cp.keys(), tensors));
         o.set("values", tensor(cp.values(), tensors));
         o.set("hidden", tensor(cp.hidden(), tensors));
+        if (cp.digest() != null) {
+            o.put("digest", cp.digest());
+        }
         return o;
     }
 
@@ -113,9 +116,14 @@ final class WireValues {
         if (hidden == null) {
             throw new FramingException(field + ".hidden is missing (every checkpoint carries its hidden)");
         }
+        JsonNode digest = n.get("digest");
+        if (digest != null && !digest.isNull() && !digest.isTextual()) {
+            throw new FramingException(field + ".digest is " + digest.getNodeType() + ", expected a string");
+        }
         return new RowCheckpoint(text(n, "schema", field), integer(n, "processedTokens", field),
                 integer(n, "draftOffset", field), text(n, "modelIdentity", field),
-                f.tensorAt(n.get("keys"), field + ".keys"), f.tensorAt(n.get("values"), field + ".values"), hidden);
+                f.tensorAt(n.get("keys"), field + ".keys"), f.tensorAt(n.get("values"), field + ".values"), hidden,
+                digest == null || digest.isNull() ? null : digest.asText());
     }
 
     static List<RowCheckpoint> readCheckpoints(JsonNode n, WireFrame f, String field) throws FramingException {

@@ -87,6 +87,24 @@ public enum BadCall {
         list.add(x.checkpoint(RowCheckpoint.SCHEMA, 2, 0, x.model.identity(), false));
         g.append(list);
     }),
+    APPEND_RELABELLED_CHECKPOINT("§6", INCOMPATIBLE_CHECKPOINT, s -> !s.roundOpen(), (g, x) -> {
+        // captured on another model, then labelled with this one's identity without recomputing the digest
+        RowCheckpoint a = x.checkpoint(RowCheckpoint.SCHEMA, 3, 2, "another-model", false);
+        g.append(List.of(new RowCheckpoint(a.schema(), 3, 2, x.model.identity(), a.keys(), a.values(), a.hidden(),
+                a.digest())));
+    }),
+    APPEND_CHECKPOINT_CONTENT_CHANGED("§6", INCOMPATIBLE_CHECKPOINT, s -> !s.roundOpen(), (g, x) -> {
+        RowCheckpoint ok = x.checkpoint(RowCheckpoint.SCHEMA, 2, 1, x.model.identity(), false);
+        float[] h = ok.hidden().toFloatArray();
+        h[x.rnd.nextInt(h.length)] += 1f;
+        g.append(List.of(new RowCheckpoint(ok.schema(), 2, 1, ok.modelIdentity(), ok.keys(), ok.values(),
+                HostTensor.ofFloats(h, ok.hidden().shape()), ok.digest())));
+    }),
+    APPEND_CHECKPOINT_WITHOUT_DIGEST("§6", INCOMPATIBLE_CHECKPOINT, s -> !s.roundOpen(), (g, x) -> {
+        RowCheckpoint ok = x.checkpoint(RowCheckpoint.SCHEMA, 2, 1, x.model.identity(), false);
+        g.append(List.of(new RowCheckpoint(ok.schema(), 2, 1, ok.modelIdentity(), ok.keys(), ok.values(),
+                ok.hidden())));
+    }),
     APPEND_CHECKPOINT_RELEASED("§11.12", INVALID_ARGUMENT, s -> !s.roundOpen(), (g, x) -> {
         RowCheckpoint ok = x.checkpoint(RowCheckpoint.SCHEMA, 1, 0, x.model.identity(), false);
         g.append(List.of(new RowCheckpoint(ok.schema(), 1, 0, ok.modelIdentity(), null, null,
@@ -143,6 +161,9 @@ public enum BadCall {
     PREFILL_CONTEXT_INFINITE("§11.1", INVALID_ARGUMENT, BadCall::canPrefill,
             (g, x) -> g.prefill(x.tokens(x.shape.rows(), 2),
                     x.poisoned(x.shape.rows(), 2, Float.NEGATIVE_INFINITY))),
+    PREFILL_CONTEXT_HUGE_FINITE("§11.14", INVALID_ARGUMENT, BadCall::canPrefill,
+            // finite, but its square overflows f32 in the block's RMSNorm
+            (g, x) -> g.prefill(x.tokens(x.shape.rows(), 2), x.poisoned(x.shape.rows(), 2, -1e19f).convert(DType.BF16))),
     PREFILL_CONTEXT_BF16_NAN("§11.1", INVALID_ARGUMENT, BadCall::canPrefill,
             (g, x) -> g.prefill(x.tokens(x.shape.rows(), 2),
                     x.poisoned(x.shape.rows(), 2, Float.NaN).convert(DType.BF16))),
@@ -228,6 +249,8 @@ public enum BadCall {
     }),
     COMMIT_CONTEXT_WRONG_WIDTH("§11.1", INVALID_ARGUMENT, GroupShape::roundOpen,
             (g, x) -> g.commit(new int[x.shape.rows()], x.context(x.shape.rows(), x.shape.depth() + 2))),
+    COMMIT_CONTEXT_HUGE_FINITE("§11.14", INVALID_ARGUMENT, GroupShape::roundOpen,
+            (g, x) -> g.commit(new int[x.shape.rows()], x.poisoned(x.shape.rows(), x.shape.depth() + 1, 3e18f))),
     COMMIT_CONTEXT_NAN("§11.1", INVALID_ARGUMENT, GroupShape::roundOpen,
             (g, x) -> g.commit(new int[x.shape.rows()], x.poisoned(x.shape.rows(), x.shape.depth() + 1, Float.NaN))),
     COMMIT_CONTEXT_INFINITE("§11.1", INVALID_ARGUMENT, GroupShape::roundOpen,
@@ -367,7 +390,7 @@ public enum BadCall {
             }
             HostTensor k = p > 1 ? kv(p - 1) : null;
             HostTensor v = p > 1 ? kv(p - 1) : null;
-            return new RowCheckpoint(schema, p, offset, identity, k, v, HostTensor.ofFloats(hidden, 1, 1, h));
+            return RowCheckpoint.sealed(schema, p, offset, identity, k, v, HostTensor.ofFloats(hidden, 1, 1, h));
         }
 
         void draft(DraftRows g, int depth, long step) {

@@ -302,7 +302,9 @@ final class GoldenChecks {
             }
         }
         HostTensor hidden = golden.tensor(st.tensors() + ".hidden", where);
-        return new RowCheckpoint(RowCheckpoint.SCHEMA, st.processedTokens(), st.draftOffset(),
+        // sealed here: the golden vouches for these tensors (a row state's sha256 is checked against them before
+        // replay) and names the model they belong to
+        return RowCheckpoint.sealed(RowCheckpoint.SCHEMA, st.processedTokens(), st.draftOffset(),
                 golden.trace().model().identity(), kv ? golden.tensor(st.tensors() + ".keys", where) : null,
                 kv ? golden.tensor(st.tensors() + ".values", where) : null, hidden);
     }

@@ -312,7 +312,7 @@ public final class SimpleBackend implements DraftModel {
             int nKv = c.numKvHeads();
             int d = c.headDim();
             int offset = bug == Mutation.CHECKPOINT_OFFSET_OFF_BY_ONE ? n + 1 : n;
-            return new RowCheckpoint(RowCheckpoint.SCHEMA, n + 1, offset, model.identity(),
+            return RowCheckpoint.sealed(RowCheckpoint.SCHEMA, n + 1, offset, model.identity(),
                     n == 0 ? null : HostTensor.ofFloats(scatter(r.keys), 1, nKv, n, d),
                     n == 0 ? null : HostTensor.ofFloats(scatter(r.values), 1, nKv, n, d),
                     HostTensor.ofFloats(r.hidden, 1, 1, c.hiddenSize()));

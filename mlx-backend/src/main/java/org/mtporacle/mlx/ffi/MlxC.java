@@ -71,6 +71,7 @@ public final class MlxC {
     private final MethodHandle mlxArrayNewData;
     private final MethodHandle mlxArrayFree;
     private final MethodHandle mlxArrayEval;
+    private final MethodHandle mlxEval;
     private final MethodHandle mlxArrayNdim;
     private final MethodHandle mlxArrayShape;
     private final MethodHandle mlxArrayDtype;
@@ -145,6 +146,7 @@ public final class MlxC {
         mlxArrayNewData = h("mlx_array_new_data", HANDLE, ADDRESS, ADDRESS, JAVA_INT, JAVA_INT);
         mlxArrayFree = h("mlx_array_free", JAVA_INT, HANDLE);
         mlxArrayEval = h("mlx_array_eval", JAVA_INT, HANDLE);
+        mlxEval = h("mlx_eval", JAVA_INT, HANDLE);
         mlxArrayNdim = h("mlx_array_ndim", JAVA_LONG, HANDLE);
         mlxArrayShape = h("mlx_array_shape", ADDRESS, HANDLE);
         mlxArrayDtype = h("mlx_array_dtype", JAVA_INT, HANDLE);
@@ -319,6 +321,11 @@ public final class MlxC {
 
     public int mlx_array_eval(MemorySegment arr) {
         try { return (int) mlxArrayEval.invokeExact(arr); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    /** {@code mlx_eval(const mlx_vector_array outputs)} (transforms.h): one evaluation of every output. */
+    public int mlx_eval(MemorySegment outputs) {
+        try { return (int) mlxEval.invokeExact(outputs); } catch (Throwable t) { throw rethrow(t); }
     }
 
     public long mlx_array_ndim(MemorySegment arr) {

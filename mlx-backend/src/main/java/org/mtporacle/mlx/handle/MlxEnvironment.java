@@ -20,6 +20,10 @@ import java.util.Optional;
  *       ({@code cudaGraphAddDependencies(...) failed: invalid argument}).</li>
  *   <li>{@code MLX_ENABLE_TF32=0}: MLX's CUDA backend computes f32 matmuls in TF32 by default (10-bit mantissa),
  *       which puts checkpoint NMSE near 1e-7, over the {@code f32} profile's 1e-9. bf16 matmuls are unaffected.</li>
+ *   <li>{@code MLX_CUDA_USE_CUDNN_SDPA=0}: MLX 0.31's CUDA backend sends bf16/f16 attention with more than one query
+ *       and a head size of at most 128 to cuDNN's fused attention, and on the H200 machine (cuDNN 9.14) its first use
+ *       killed the process: SIGSEGV at address 0 inside {@code cudnn::graph::LibraryConfig::init}, from a plain
+ *       C program too. With it off, MLX runs those shapes on its own kernels.</li>
  * </ul>
  *
  * <p>The environment is written with the C library's {@code setenv}, so MLX's own {@code getenv} sees it; Java's
@@ -38,8 +42,10 @@ public final class MlxEnvironment {
     /** What this backend sets, in order, with the reason printed by {@code mtp backends}. */
     static final Map<String, String[]> REQUIRED = Map.of(
             "MLX_USE_CUDA_GRAPHS", new String[] {"0", "CUDA graphs fail every evaluation in MLX 0.31"},
-            "MLX_ENABLE_TF32", new String[] {"0", "f32 matmuls would run in TF32"});
-    private static final List<String> ORDER = List.of("MLX_USE_CUDA_GRAPHS", "MLX_ENABLE_TF32");
+            "MLX_ENABLE_TF32", new String[] {"0", "f32 matmuls would run in TF32"},
+            "MLX_CUDA_USE_CUDNN_SDPA", new String[] {"0", "cuDNN's fused attention crashes the process in MLX 0.31"});
+    private static final List<String> ORDER = List.of("MLX_USE_CUDA_GRAPHS", "MLX_ENABLE_TF32",
+            "MLX_CUDA_USE_CUDNN_SDPA");
 
     private MlxEnvironment() {
     }

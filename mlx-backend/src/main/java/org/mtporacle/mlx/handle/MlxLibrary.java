@@ -33,6 +33,7 @@ public final class MlxLibrary {
     private final MlxThread thread;
     private final List<MlxEnvironment.Setting> environment;
     private final java.util.concurrent.atomic.AtomicLong operations = new java.util.concurrent.atomic.AtomicLong();
+    private final java.util.concurrent.atomic.AtomicLong evalNanos = new java.util.concurrent.atomic.AtomicLong();
     private final ThreadLocal<String> lastError = new ThreadLocal<>();
     @SuppressWarnings("unused") // keeps the upcall stub alive for the life of the process
     private MemorySegment handlerStub;
@@ -148,6 +149,15 @@ public final class MlxLibrary {
 
     void countOperation() {
         operations.incrementAndGet();
+    }
+
+    /** Nanoseconds spent inside evaluations so far: running the graph and waiting for the device. */
+    public long evalNanos() {
+        return evalNanos.get();
+    }
+
+    void addEvalNanos(long nanos) {
+        evalNanos.addAndGet(nanos);
     }
 
     public String version() {

@@ -1,6 +1,7 @@
 package org.mtporacle.mlx.handle;
 
 import org.mtporacle.api.DType;
+import org.mtporacle.api.FloatFormats;
 import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.mlx.ffi.MlxC;
@@ -111,6 +112,27 @@ public final class MlxOps {
         }
     }
 
+    /**
+     * {@code values} shaped {@code shape} as {@code dtype}: f32 as they are, bf16 rounded on the host (to nearest,
+     * ties to even, exactly as {@code mlx_astype} rounds), so the device gets one upload and no conversion kernel.
+     * Other dtypes go up as f32 and are converted on the device.
+     */
+    public MlxArray fromFloatsAs(float[] values, int dtype, int... shape) {
+        if (dtype == MlxC.MLX_FLOAT32) {
+            return fromFloats(values, shape);
+        }
+        if (dtype != MlxC.MLX_BFLOAT16) {
+            return astype(fromFloats(values, shape), dtype);
+        }
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment data = a.allocate(2L * Math.max(1, values.length));
+            for (int i = 0; i < values.length; i++) {
+                data.set(ValueLayout.JAVA_SHORT_UNALIGNED, 2L * i, FloatFormats.f32ToBf16(values[i]));
+            }
+            return newData(data, shape, MlxC.MLX_BFLOAT16, 2, values.length);
+        }
+    }
+
     /** A copy of {@code values} shaped {@code shape} as int32. */
     public MlxArray fromInts(int[] values, int... shape) {
         try (Arena a = Arena.ofConfined()) {
@@ -180,7 +202,29 @@ public final class MlxOps {
 
     /** Evaluates {@code a} (its pending graph). */
     public void eval(MlxArray a) {
-        lib.check("mlx_array_eval", c.mlx_array_eval(a.handle()));
+        long start = System.nanoTime();
+        int status = c.mlx_array_eval(a.handle());
+        lib.addEvalNanos(System.nanoTime() - start);
+        lib.check("mlx_array_eval", status);
+    }
+
+    /** Evaluates every array of {@code arrays} in one {@code mlx_eval} (one wait instead of one per array). */
+    public void evalAll(List<MlxArray> arrays) {
+        if (arrays.isEmpty()) {
+            return;
+        }
+        MemorySegment v = c.mlx_vector_array_new(Arena.ofAuto());
+        try {
+            for (MlxArray a : arrays) {
+                lib.check("mlx_vector_array_append_value", c.mlx_vector_array_append_value(v, a.handle()));
+            }
+            long start = System.nanoTime();
+            int status = c.mlx_eval(v);
+            lib.addEvalNanos(System.nanoTime() - start);
+            lib.check("mlx_eval", status);
+        } finally {
+            c.mlx_vector_array_free(v);
+        }
     }
 
     /** {@code a} widened to f32 on the host (bf16/f16 → f32 is exact). Evaluates and makes contiguous first. */
@@ -626,10 +670,29 @@ public final class MlxOps {
         return op("mlx_fast_rms_norm", r -> c.mlx_fast_rms_norm(r, x.handle(), weight.handle(), eps, s()));
     }
 
-    /** Scaled dot-product attention with a boolean mask {@code [B, 1, S, T]} (true = visible); GQA by head count. */
+    /**
+     * Scaled dot-product attention with a boolean mask {@code [B, 1, S, T]} (true = visible), or none (every key
+     * visible to every query); GQA by head count.
+     */
     public MlxArray attention(MlxArray q, MlxArray k, MlxArray v, float scale, MlxArray mask) {
+        return attention(q, k, v, scale, mask == null ? "" : "array", mask);
+    }
+
+    /**
+     * Scaled dot-product attention where query {@code i} of {@code S} sees keys {@code j ≤ T − S + i} of {@code T}
+     * (MLX's {@code "causal"} mode, aligned at the end); GQA by head count.
+     */
+    public MlxArray attentionCausal(MlxArray q, MlxArray k, MlxArray v, float scale) {
+        if (q.dim(2) > k.dim(2)) {
+            throw MtpException.invalidArgument("mlx_fast_scaled_dot_product_attention: causal with " + q.dim(2)
+                    + " queries over " + k.dim(2) + " keys");
+        }
+        return attention(q, k, v, scale, "causal", null);
+    }
+
+    private MlxArray attention(MlxArray q, MlxArray k, MlxArray v, float scale, String maskMode, MlxArray mask) {
         try (Arena a = Arena.ofConfined()) {
-            MemorySegment mode = a.allocateFrom(mask == null ? "" : "array");
+            MemorySegment mode = a.allocateFrom(maskMode);
             return op("mlx_fast_scaled_dot_product_attention", r -> c.mlx_fast_scaled_dot_product_attention(r,
                     q.handle(), k.handle(), v.handle(), scale, mode, mask == null ? NULL_ARRAY : mask.handle(),
                     NULL_ARRAY, s()));

@@ -61,6 +61,25 @@ public final class MlxThread {
         });
     }
 
+    /**
+     * Queues {@code work} on the MLX thread without waiting for it (inline on the MLX thread). Work runs in the order
+     * it was queued, before any later {@link #call}, so a later call sees its effects. For releases nobody waits for;
+     * a failure is dropped, as there is nobody left to tell.
+     */
+    public void post(Runnable work) {
+        if (isCurrent()) {
+            work.run();
+            return;
+        }
+        executor.execute(() -> {
+            try {
+                work.run();
+            } catch (RuntimeException ignored) {
+                // a release that failed leaves nothing to undo and nobody to report to
+            }
+        });
+    }
+
     private static <T> T invoke(Callable<T> work) {
         try {
             return work.call();

@@ -142,7 +142,7 @@ public final class FuzzSeeds {
             cps.add(g.capture(1));
         }
         RowCheckpoint c = cps.get(1);
-        cps.add(new RowCheckpoint(c.schema(), c.processedTokens(), c.draftOffset(), c.modelIdentity(),
+        cps.add(RowCheckpoint.sealed(c.schema(), c.processedTokens(), c.draftOffset(), c.modelIdentity(),
                 c.keys().convert(DType.BF16), c.values().convert(DType.BF16), c.hidden().convert(DType.F16)));
         for (int i = 0; i < cps.size(); i++) {
             CheckpointFiles.write(cps.get(i), out.resolve("seed-" + i + "-p" + cps.get(i).processedTokens()));

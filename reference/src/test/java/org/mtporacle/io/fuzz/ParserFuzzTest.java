@@ -123,14 +123,20 @@ class ParserFuzzTest {
 
     /**
      * {@code CheckpointFiles.read}, then the checkpoint restored into a group of the in-memory micro model and run
-     * for a round: a checkpoint file either fails to read or restore with MtpException, or works.
+     * for a round: a checkpoint file either fails to read or restore with MtpException, or works. A mutated file
+     * rarely keeps its digest, so the checkpoint is also restored {@link RowCheckpoint#sealed() sealed}: the restore
+     * and the round then see whatever content the fuzzer made.
      */
     @FuzzTest(maxDuration = "60s")
     void checkpoint(byte[] input) {
         MtpModel model = FuzzModels.inMemory();
         withFile(input, ".safetensors", file -> FuzzProperty.check("checkpoint", input.length, () -> {
             RowCheckpoint cp = CheckpointFiles.read(file);
-            FuzzModels.exercise(model, cp);
+            try {
+                FuzzModels.exercise(model, cp);
+            } catch (org.mtporacle.api.MtpException refused) {
+                FuzzModels.exercise(model, cp.sealed());
+            }
         }));
     }
 
