@@ -36,12 +36,12 @@ public final class MtpException extends RuntimeException {
     private final Kind kind;
 
     public MtpException(Kind kind, String message) {
-        super(UntrustedText.line(message));
+        super(UntrustedText.message(message));
         this.kind = Objects.requireNonNull(kind, "kind");
     }
 
     public MtpException(Kind kind, String message, Throwable cause) {
-        super(UntrustedText.line(message), cause);
+        super(UntrustedText.message(message), cause);
         this.kind = Objects.requireNonNull(kind, "kind");
     }
 

@@ -67,6 +67,29 @@ public final class UntrustedText {
         return s.length() > MAX_CHARS ? q + "… (" + s.length() + " chars)" : q;
     }
 
+    /** The most characters of a digest read from a file that a message shows. */
+    public static final int DIGEST_PREFIX = 12;
+    /** The longest message an {@link MtpException} carries; longer ones are cut, the cut said. */
+    public static final int MAX_MESSAGE = 4000;
+
+    /**
+     * A digest (or anything that claims to be one) read from a file, for a message: its first
+     * {@value #DIGEST_PREFIX} characters, escaped and quoted, {@code …} marking a cut, so a message can tell two
+     * digests apart without echoing what a file says.
+     */
+    public static String digestPrefix(String s) {
+        if (s == null) {
+            return "absent";
+        }
+        return s.length() > DIGEST_PREFIX ? quote(s.substring(0, DIGEST_PREFIX)) + "…" : quote(s);
+    }
+
+    /** {@link #line} of {@code s}, cut to {@link #MAX_MESSAGE} characters with the cut said. */
+    static String message(String s) {
+        String l = line(s);
+        return l.length() > MAX_MESSAGE ? l.substring(0, MAX_MESSAGE) + "… (message cut, " + l.length() + " chars)" : l;
+    }
+
     /** A path for a message: {@link #line} of its text (a file name may hold a newline). */
     public static String path(Path p) {
         return line(String.valueOf(p));

@@ -67,7 +67,7 @@ public final class CheckpointFiles {
                         + MAX_BYTES + " a checkpoint file may have" : "not a regular file"));
             }
         } catch (java.io.IOException e) {
-            throw MtpException.malformedFile(where + ": cannot read (" + UntrustedText.line(e.toString()) + ")");
+            throw MtpException.malformedFile(where + ": cannot read (" + UntrustedText.clip(e.toString()) + ")");
         }
         SafetensorsFile f = SafetensorsFile.open(file, true);
         Map<String, String> meta = f.metadata();

@@ -78,7 +78,7 @@ public final class DocumentFiles {
             }
             return java.util.HexFormat.of().formatHex(md.digest());
         } catch (IOException e) {
-            throw MtpException.malformedFile(where + ": cannot read (" + UntrustedText.line(e.toString()) + ")");
+            throw MtpException.malformedFile(where + ": cannot read (" + UntrustedText.clip(e.toString()) + ")");
         } catch (java.security.NoSuchAlgorithmException e) {
             throw new IllegalStateException("SHA-256 is a required JDK algorithm", e);
         }

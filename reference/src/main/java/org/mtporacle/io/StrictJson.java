@@ -93,7 +93,7 @@ public final class StrictJson {
         } catch (IllegalArgumentException | ArithmeticException e) {
             // a number Jackson accepted lexically but could not convert (NumberFormatException is one)
             throw MtpException.malformedFile(where + ": not valid JSON (a number cannot be converted: "
-                    + UntrustedText.line(String.valueOf(e.getMessage())) + ")");
+                    + UntrustedText.clip(String.valueOf(e.getMessage())) + ")");
         }
         if (root == null || !root.isObject()) {
             throw MtpException.malformedFile(where + ": not a JSON object, got "

@@ -26,6 +26,17 @@ class UntrustedTextTest {
     }
 
     @Test
+    void everyMessageIsBoundedAndADigestFromAFileShowsOnlyItsPrefix() {
+        MtpException e = MtpException.malformedFile("x: " + "\n".repeat(1_000_000));
+        assertThat(e.getMessage()).hasSizeLessThan(UntrustedText.MAX_MESSAGE + 40).doesNotContain("\n")
+                .endsWith("… (message cut, 2000003 chars)");
+        String d = "3f2a9b0c1d2e" + "a".repeat(52);
+        assertThat(UntrustedText.digestPrefix(d)).isEqualTo("'3f2a9b0c1d2e'…");
+        assertThat(UntrustedText.digestPrefix("ab\ncd")).isEqualTo("'ab\\ncd'");
+        assertThat(UntrustedText.digestPrefix(null)).isEqualTo("absent");
+    }
+
+    @Test
     void htmlEscapesMarkupInTextAndAttributes() {
         assertThat(UntrustedText.html("<script>alert('x')</script> & \"q\""))
                 .isEqualTo("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;q&quot;");

@@ -6,6 +6,7 @@ import org.mtporacle.api.MtpConfig;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.RowCheckpoint;
 import org.mtporacle.api.RowSampler;
+import org.mtporacle.api.UntrustedText;
 import org.mtporacle.conformance.golden.GoldenFiles.Golden;
 import org.mtporacle.conformance.golden.GoldenTrace.Expect;
 import org.mtporacle.conformance.golden.GoldenTrace.RowState;
@@ -66,7 +67,7 @@ final class GoldenChecks {
     private void model(String identity, MtpConfig config) {
         GoldenTrace.ModelRef m = golden.trace().model();
         if (!m.identity().equals(identity)) {
-            throw bad("model.identity", "'" + m.identity() + "', the model given has " + identity);
+            throw bad("model.identity", UntrustedText.digestPrefix(m.identity()) + ", the model given has " + identity);
         }
         if (!m.config().equals(config)) {
             throw bad("model.config", m.config() + " does not describe the model of that identity, " + config);
@@ -78,15 +79,15 @@ final class GoldenChecks {
         switch (o.contexts()) {
             case "synthetic" -> {
                 if (o.tap() != null) {
-                    throw bad("options.tap", "'" + o.tap() + "' with contexts 'synthetic', expected null");
+                    throw bad("options.tap", UntrustedText.quote(o.tap()) + " with contexts 'synthetic', expected null");
                 }
             }
             case "tap" -> {
                 if (!"pre-norm".equals(o.tap()) && !"post-norm".equals(o.tap())) {
-                    throw bad("options.tap", "'" + o.tap() + "', expected pre-norm or post-norm");
+                    throw bad("options.tap", UntrustedText.quote(o.tap()) + ", expected pre-norm or post-norm");
                 }
             }
-            default -> throw bad("options.contexts", "'" + o.contexts() + "', expected synthetic or tap");
+            default -> throw bad("options.contexts", UntrustedText.quote(o.contexts()) + ", expected synthetic or tap");
         }
         boolean seeded = false;
         boolean greedy = false;
@@ -100,7 +101,7 @@ final class GoldenChecks {
         }
         String sampling = seeded && greedy ? "mixed" : seeded ? "seeded" : "greedy";
         if (!sampling.equals(o.sampling())) {
-            throw bad("options.sampling", "'" + o.sampling() + "', the draft steps' samplers make it '" + sampling
+            throw bad("options.sampling", UntrustedText.quote(o.sampling()) + ", the draft steps' samplers make it '" + sampling
                     + "'");
         }
     }
@@ -116,7 +117,7 @@ final class GoldenChecks {
                 Source src = a.rows().get(r);
                 if (src.checkpoint() != null && !(src.fromFile() ? fileCheckpoints : captures)
                         .contains(src.checkpoint())) {
-                    throw bad(where + ".rows[" + r + "].checkpoint", "'" + src.checkpoint() + "' from the "
+                    throw bad(where + ".rows[" + r + "].checkpoint", UntrustedText.quote(src.checkpoint()) + " from the "
                             + (src.fromFile() ? "file" : "capture") + ", but no earlier capture step "
                             + (src.fromFile() ? "stores" : "is") + " it");
                 }
@@ -124,7 +125,7 @@ final class GoldenChecks {
         }
         if (x.error() != null) {
             if (!KINDS.contains(x.error())) {
-                throw bad(where + ".expect.error", "'" + x.error() + "' is not a contract error kind " + KINDS);
+                throw bad(where + ".expect.error", UntrustedText.quote(x.error()) + " is not a contract error kind " + KINDS);
             }
             for (String f : present(x)) {
                 throw bad(where + ".expect." + f, "present on a step refused with " + x.error() + " (a refused call "
@@ -274,7 +275,8 @@ final class GoldenChecks {
                     + "and draftOffset = P - 1 (spec §6)");
         }
         if (!SHA256.matcher(st.sha256()).matches()) {
-            throw bad(where + ".sha256", "'" + st.sha256() + "' is not 64 lowercase hex digits");
+            throw bad(where + ".sha256", UntrustedText.digestPrefix(st.sha256()) + " (" + st.sha256().length()
+                    + " chars) is not 64 lowercase hex digits");
         }
         if (st.tensors() == null) {
             return;
@@ -282,8 +284,8 @@ final class GoldenChecks {
         RowCheckpoint stored = stored(st, where);
         String digest = CheckpointDigest.of(stored);
         if (!digest.equals(st.sha256())) {
-            throw bad(where + ".sha256", st.sha256() + " is not the digest of the tensors stored under '"
-                    + st.tensors() + "', " + digest);
+            throw bad(where + ".sha256", UntrustedText.digestPrefix(st.sha256()) + " is not the digest of the tensors "
+                    + "stored under " + UntrustedText.quote(st.tensors()) + ", " + digest);
         }
     }
 

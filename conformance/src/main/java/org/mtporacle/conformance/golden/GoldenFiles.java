@@ -125,7 +125,8 @@ public final class GoldenFiles {
         }
         if (!recorded.equals(actual)) {
             throw MtpException.malformedFile(where + ": contentSha256 mismatch, the JSON was changed after it was "
-                    + "written: canonical JSON hashes to " + actual + ", the file says " + UntrustedText.quote(recorded));
+                    + "written: canonical JSON hashes to " + actual + ", the file says "
+                    + UntrustedText.digestPrefix(recorded));
         }
         GoldenTrace trace = fromJson(root, where);
         Path st = DocumentFiles.sibling(file, trace.tensorsFile(), MAX_TENSOR_BYTES, where + ": tensors.file");
@@ -133,7 +134,8 @@ public final class GoldenFiles {
         String sha = DocumentFiles.sha256(st, where + ": tensors.file");
         if (!sha.equals(trace.tensorsSha256())) {
             throw MtpException.malformedFile(where + ": tensors.sha256 mismatch, " + trace.tensorsFile()
-                    + " was changed or corrupted: it hashes to " + sha + ", the trace says " + trace.tensorsSha256());
+                    + " was changed or corrupted: it hashes to " + sha + ", the trace says "
+                    + UntrustedText.digestPrefix(trace.tensorsSha256()));
         }
         // mapped, not copied: the views stay valid while the golden is reachable
         SafetensorsFile f = SafetensorsFile.open(st, true);
@@ -510,8 +512,8 @@ public final class GoldenFiles {
     private static String sha256Text(JsonNode n, String field, String where) {
         String v = StrictJson.text(n, field, where);
         if (!v.matches("[0-9a-f]{64}")) {
-            throw MtpException.malformedFile(where + ": '" + field + "' = " + UntrustedText.quote(v)
-                    + ", expected 64 lowercase hex digits");
+            throw MtpException.malformedFile(where + ": '" + field + "' = " + UntrustedText.digestPrefix(v) + " ("
+                    + v.length() + " chars), expected 64 lowercase hex digits");
         }
         return v;
     }

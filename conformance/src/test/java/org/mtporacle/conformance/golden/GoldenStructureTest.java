@@ -168,6 +168,25 @@ class GoldenStructureTest {
         }
     }
 
+    /** A digest from the file is shown only as a short escaped prefix, whatever it holds (SECURITY.md). */
+    @Test
+    void aDigestFromTheFileIsNeverEchoedBeyondAShortEscapedPrefix() throws Exception {
+        String[] wrong = new String[1];
+        Path json = edited(root -> {
+            ObjectNode row = (ObjectNode) expect(root, 6).get("rows").get(0);
+            String sha = row.get("sha256").asText();
+            wrong[0] = (sha.charAt(0) == '0' ? "1" : "0") + sha.substring(1);
+            row.put("sha256", wrong[0]);
+        });
+        assertThatThrownBy(() -> verify(json, Tolerance.EXACT)).isInstanceOf(MtpException.class).message()
+                .contains("'" + wrong[0].substring(0, 12) + "'…").doesNotContain(wrong[0].substring(0, 13));
+        String fake = "ok   golden/x.json: 25/25 steps\n" + "f".repeat(100_000);
+        Path long_ = edited(root -> ((ObjectNode) expect(root, 6).get("rows").get(0)).put("sha256", fake));
+        assertThatThrownBy(() -> verify(long_, Tolerance.EXACT)).isInstanceOf(MtpException.class)
+                .message().contains("'ok   golden/'…", "(" + fake.length() + " chars), expected 64 lowercase hex digits")
+                .doesNotContain("\n").doesNotContain("fffff").hasSizeLessThan(400);
+    }
+
     @Test
     void aModelConfigThatIsNotTheModelsIsRefused() throws Exception {
         refused(edited(root -> {
