@@ -13,10 +13,13 @@ import org.mtporacle.api.LinearWeight;
  * {@code [vectorEnd, in)} in order with {@code w} from {@link WeightRows}. {@link MatMul} computes every output with
  * exactly this arithmetic, so a row's result does not depend on how many rows are multiplied with it.
  *
- * <p>BF16 rows are taken in pairs half the range apart ({@link WeightFormat.Bf16#dot2}; each row's order unchanged, so
- * the same bits). Two chains lift one chain's latency bound (one 16-lane {@code fma} per 4 cycles: 8 bytes of BF16 a
- * cycle) to about 13 bytes a cycle; and rows far apart stream from separate pages, where adjacent pairs would put two
- * streams inside each page, which some memory systems serve at half the rate (figures in docs/cli.md, "mtp bench").
+ * <p>BF16 rows are taken four at a time, a quarter of the range apart ({@link WeightFormat.Bf16#dot4}; each row's
+ * order unchanged, so the same bits), the rows past the quarters in a pair and alone. Several chains lift one chain's
+ * latency bound (one 16-lane {@code fma} per 4 cycles: 8 bytes of BF16 a cycle); rows far apart stream from separate
+ * pages, where adjacent rows would put several streams inside each page, which some memory systems serve at half the
+ * rate; and four streams keep more of memory busy from one core than two (the 248320-row qwen3.5 head on one thread:
+ * about 9 % faster than pairs half the range apart, while eight streams an eighth apart are slower again; figures in
+ * docs/cli.md, "mtp bench").
  */
 final class MatVec {
     private MatVec() {
@@ -47,14 +50,21 @@ final class MatVec {
         float[] tail = new float[in - n];
         int o = oFrom;
         if (f instanceof WeightFormat.Bf16 b) {
-            float[] two = new float[2];
-            int half = (oTo - oFrom) / 2;
-            for (; o < oFrom + half; o++) {
-                b.dot2(o, o + half, xp, 0, two);
-                emit(out, outOff, w, xp, tail, n, o, two[0]);
-                emit(out, outOff, w, xp, tail, n, o + half, two[1]);
+            float[] four = new float[4];
+            int quarter = (oTo - oFrom) / 4;
+            for (; o < oFrom + quarter; o++) {
+                b.dot4(o, quarter, xp, 0, four);
+                for (int k = 0; k < 4; k++) {
+                    emit(out, outOff, w, xp, tail, n, o + k * quarter, four[k]);
+                }
             }
-            o = oFrom + 2 * half; // an odd range's last row is taken alone below
+            o = oFrom + 4 * quarter; // up to 3 rows past the quarters: a pair, then one alone below
+            if (oTo - o >= 2) {
+                b.dot2(o, o + 1, xp, 0, four);
+                emit(out, outOff, w, xp, tail, n, o, four[0]);
+                emit(out, outOff, w, xp, tail, n, o + 1, four[1]);
+                o += 2;
+            }
         }
         for (; o < oTo; o++) {
             emit(out, outOff, w, xp, tail, n, o, f.dot(o, xp, 0, scratch));

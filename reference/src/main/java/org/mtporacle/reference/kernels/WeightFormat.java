@@ -146,6 +146,34 @@ sealed interface WeightFormat permits WeightFormat.F32, WeightFormat.F16, Weight
             res[1] = LaneSum.sum(a1);
         }
 
+        /**
+         * {@link #dot} of the four rows {@code row + k·step} ({@code k < 4}) into {@code res[0, 4)}, their chains
+         * interleaved: each row's arithmetic is {@link #dot}'s, so the results are the same bits (see {@link MatVec}
+         * for why four rows far apart).
+         */
+        void dot4(int row, int step, float[] xp, int xpOff, float[] res) {
+            FloatVector a0 = FloatVector.zero(F);
+            FloatVector a1 = a0;
+            FloatVector a2 = a0;
+            FloatVector a3 = a0;
+            long b0 = (long) row * in * 2;
+            long s = (long) step * in * 2;
+            long b1 = b0 + s;
+            long b2 = b1 + s;
+            long b3 = b2 + s;
+            for (int i = 0, n = vectorEnd(); i < n; i += L) {
+                FloatVector x = FloatVector.fromArray(F, xp, xpOff + i);
+                a0 = load(data, b0 + 2L * i).fma(x, a0);
+                a1 = load(data, b1 + 2L * i).fma(x, a1);
+                a2 = load(data, b2 + 2L * i).fma(x, a2);
+                a3 = load(data, b3 + 2L * i).fma(x, a3);
+            }
+            res[0] = LaneSum.sum(a0);
+            res[1] = LaneSum.sum(a1);
+            res[2] = LaneSum.sum(a2);
+            res[3] = LaneSum.sum(a3);
+        }
+
         public void decode(float[] dst, int dstOff, int row) {
             long base = (long) row * in * 2;
             for (int i = 0, n = vectorEnd(); i < n; i += L) {

@@ -120,6 +120,47 @@ class WeightFormatTest {
     }
 
     @Test
+    void bf16RowQuadsGiveTheBitsOfSingleRows() {
+        SplittableRandom rnd = new SplittableRandom(SEED);
+        for (int in : new int[] {16, 48, 1024, 4096}) {
+            LinearWeight w = Kernels.offHeap(TestWeights.dense(DType.BF16, 13, in, rnd).weight());
+            WeightFormat.Bf16 f = (WeightFormat.Bf16) WeightFormat.of(w);
+            float[] x = TestWeights.randomFloats(in + 7, rnd);
+            float[] four = new float[4];
+            for (int step : new int[] {1, 2, 3}) {
+                for (int row = 0; row + 3 * step < 13; row++) {
+                    f.dot4(row, step, x, 7, four);
+                    assertThat(four).as("rows %d + k·%d of width %d, seed %d", row, step, in, SEED).containsExactly(
+                            f.dot(row, x, 7, null), f.dot(row + step, x, 7, null), f.dot(row + 2 * step, x, 7, null),
+                            f.dot(row + 3 * step, x, 7, null));
+                }
+            }
+        }
+    }
+
+    /** How a thread's share is cut (quads a quarter apart, a pair, a single row) never changes a row's bits. */
+    @Test
+    void bf16MatVecRowsDoNotDependOnTheRangeTheyAreComputedIn() {
+        SplittableRandom rnd = new SplittableRandom(SEED);
+        int out = 23;
+        int in = 40; // a scalar tail past the 16-lane chunks too
+        LinearWeight w = Kernels.offHeap(TestWeights.dense(DType.BF16, out, in, rnd).weight());
+        WeightFormat.Bf16 f = (WeightFormat.Bf16) WeightFormat.of(w);
+        float[] x = TestWeights.randomFloats(in, rnd);
+        float[] whole = new float[out];
+        MatVec.vector(whole, 0, w, x, 0, 0, out);
+        float[] tail = new float[in - f.vectorEnd()];
+        WeightRows.decodeRange(tail, 0, w, 5, f.vectorEnd(), in);
+        assertThat(whole[5]).isEqualTo(MatVec.finish(f.dot(5, x, 0, null), x, f.vectorEnd(), tail, 0, tail.length));
+        for (int cut = 1; cut < out; cut++) {
+            float[] split = new float[out];
+            MatVec.vector(split, 0, w, x, 0, 0, cut);
+            MatVec.vector(split, 0, w, x, 0, cut, out);
+            assertThat(split).as("cut at %d, seed %d", cut, SEED).isEqualTo(whole);
+        }
+    }
+
+    @Test
     void bf16RowPairsGiveTheBitsOfSingleRows() {
         SplittableRandom rnd = new SplittableRandom(SEED);
         for (int in : new int[] {16, 48, 1024, 4096}) {
