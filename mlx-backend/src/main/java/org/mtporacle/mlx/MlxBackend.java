@@ -66,7 +66,8 @@ public final class MlxBackend implements MtpBackend {
                 env.append("; ").append(s.describe());
             }
             String devices = lib.hasGpu() ? "GPU available" : "CPU only";
-            return Availability.yes("mlx-c at " + lib.path() + ", MLX " + lib.version() + ", " + devices
+            return Availability.yes("mlx-c at " + lib.path() + (lib.loadedGlobally() ? " (RTLD_GLOBAL)" : "")
+                    + ", MLX " + lib.version() + ", " + devices
                     + ", default device " + (defaultDevice.equals("auto") ? (lib.hasGpu() ? "gpu" : "cpu")
                     : defaultDevice + " (MTP_MLX_DEVICE)") + env);
         } catch (MtpException e) {
@@ -111,32 +112,6 @@ public final class MlxBackend implements MtpBackend {
             }
             default -> lib.hasGpu();
         };
-        boolean cudnnAttention = lib.environment().stream()
-                .noneMatch(x -> x.name().equals("MLX_CUDA_USE_CUDNN_SDPA") && x.value().equals("0"));
-        String bad = knownCrash(lib.version(), gpu && lib.hasCuda(), cudnnAttention, model.config().headDim(),
-                precision);
-        if (bad != null) {
-            throw new MtpException(MtpException.Kind.UNAVAILABLE, bad);
-        }
         return new MlxDraftModel(model, lib, gpu, precision);
-    }
-
-    /**
-     * Why this combination would take the process down, or null. Seen on an H200 (MLX 0.31.1 CUDA build, cuDNN
-     * 9.14): with cuDNN's fused attention on, bf16/f16 attention over more than one query with a head size of at
-     * most 128 (what MLX sends to cuDNN) died with SIGSEGV inside {@code cudnn::graph::LibraryConfig::init}, first
-     * met by the MoE fixtures. The backend turns cuDNN attention off ({@link MlxEnvironment}); a user who turns it
-     * back on with such a model in native precision is refused, as a crash in native code cannot be caught.
-     */
-    static String knownCrash(String mlxVersion, boolean cuda, boolean cudnnAttention, int headDim,
-                             MlxDraftModel.Precision precision) {
-        if (cuda && cudnnAttention && headDim <= 128 && precision == MlxDraftModel.Precision.NATIVE
-                && mlxVersion.startsWith("0.31.")) {
-            return "mlx: MLX_CUDA_USE_CUDNN_SDPA is on, and MLX " + mlxVersion + " sends this model's attention "
-                    + "(head size " + headDim + " <= 128, precision=native) to cuDNN, whose first use crashes the "
-                    + "process (SIGSEGV in cudnn::graph::LibraryConfig::init); refused so the process survives - "
-                    + "unset it, or use precision=f32 or device=cpu";
-        }
-        return null;
     }
 }

@@ -259,7 +259,9 @@ final class MlxDraftRows extends AbstractDraftRows<MlxDraftRows.DeviceRows> impl
     /** Evaluates the new arrays and takes them out of the call's scope. */
     @Override
     protected DeviceRows seal(DeviceRows next) {
-        ops.evalAll(arrays(next).stream().filter(a -> a != null).toList());
+        // a draft round's host read has already run the graph its cache belongs to, and uploads are ready: evaluate
+        // only what is not, as even a finished evaluation waits on the device
+        ops.evalAll(arrays(next).stream().filter(a -> a != null && !ops.isAvailable(a)).toList());
         for (MlxArray a : arrays(next)) {
             if (a != null) {
                 ops.scope().release(a);

@@ -57,6 +57,7 @@ public final class MlxC {
     private final MethodHandle mlxGetActiveMemory;
     private final MethodHandle mlxMetalIsAvailable;
     private final MethodHandle mlxCudaIsAvailable;
+    private final MethodHandle mlxArrayIsAvailable; // internal API (leading underscore), null when absent
     // stream.h
     private final MethodHandle mlxDefaultCpuStreamNew;
     private final MethodHandle mlxDefaultGpuStreamNew;
@@ -144,6 +145,8 @@ public final class MlxC {
         mlxArrayFree = h("mlx_array_free", JAVA_INT, HANDLE);
         mlxArrayEval = h("mlx_array_eval", JAVA_INT, HANDLE);
         mlxEval = h("mlx_eval", JAVA_INT, HANDLE);
+        mlxArrayIsAvailable = lookup.find("_mlx_array_is_available").isPresent()
+                ? h("_mlx_array_is_available", JAVA_INT, ADDRESS, HANDLE) : null;
         mlxArrayNdim = h("mlx_array_ndim", JAVA_LONG, HANDLE);
         mlxArrayShape = h("mlx_array_shape", ADDRESS, HANDLE);
         mlxArrayDtype = h("mlx_array_dtype", JAVA_INT, HANDLE);
@@ -314,6 +317,16 @@ public final class MlxC {
 
     public int mlx_array_eval(MemorySegment arr) {
         try { return (int) mlxArrayEval.invokeExact(arr); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    /** Whether this mlx-c exports {@code _mlx_array_is_available} (array.h, mlx-c 0.6). */
+    public boolean hasArrayIsAvailable() {
+        return mlxArrayIsAvailable != null;
+    }
+
+    /** {@code _mlx_array_is_available(bool* res, const mlx_array arr)}: its data is computed and ready to read. */
+    public int mlx_array_is_available(MemorySegment res, MemorySegment arr) {
+        try { return (int) mlxArrayIsAvailable.invokeExact(res, arr); } catch (Throwable t) { throw rethrow(t); }
     }
 
     /** {@code mlx_eval(const mlx_vector_array outputs)} (transforms.h): one evaluation of every output. */

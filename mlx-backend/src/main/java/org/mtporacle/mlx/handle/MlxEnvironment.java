@@ -20,10 +20,9 @@ import java.util.Optional;
  *       ({@code cudaGraphAddDependencies(...) failed: invalid argument}).</li>
  *   <li>{@code MLX_ENABLE_TF32=0}: MLX's CUDA backend computes f32 matmuls in TF32 by default (10-bit mantissa),
  *       which puts checkpoint NMSE near 1e-7, over the {@code f32} profile's 1e-9. bf16 matmuls are unaffected.</li>
- *   <li>{@code MLX_CUDA_USE_CUDNN_SDPA=0}: MLX 0.31's CUDA backend sends bf16/f16 attention with more than one query
- *       and a head size of at most 128 to cuDNN's fused attention, and on the H200 machine (cuDNN 9.14) its first use
- *       killed the process: SIGSEGV at address 0 inside {@code cudnn::graph::LibraryConfig::init}, from a plain
- *       C program too. With it off, MLX runs those shapes on its own kernels.</li>
+ *   <li>{@code MLX_CUDA_USE_CUDNN_SDPA=0}, only where mlx-c could not be loaded into the global namespace (see
+ *       {@link #loadGlobally}): MLX 0.31's CUDA backend sends bf16/f16 attention with more than one query and a
+ *       head size of at most 128 to cuDNN's fused attention, whose first use then kills the process.</li>
  * </ul>
  *
  * <p>The environment is written with the C library's {@code setenv}, so MLX's own {@code getenv} sees it; Java's
@@ -43,9 +42,10 @@ public final class MlxEnvironment {
     static final Map<String, String[]> REQUIRED = Map.of(
             "MLX_USE_CUDA_GRAPHS", new String[] {"0", "CUDA graphs fail every evaluation in MLX 0.31"},
             "MLX_ENABLE_TF32", new String[] {"0", "f32 matmuls would run in TF32"},
-            "MLX_CUDA_USE_CUDNN_SDPA", new String[] {"0", "cuDNN's fused attention crashes the process in MLX 0.31"});
-    private static final List<String> ORDER = List.of("MLX_USE_CUDA_GRAPHS", "MLX_ENABLE_TF32",
-            "MLX_CUDA_USE_CUDNN_SDPA");
+            "MLX_CUDA_USE_CUDNN_SDPA", new String[] {"0", "mlx-c is not in the global namespace, where cuDNN "
+                    + "looks up its own symbols: its fused attention would crash the process"});
+    private static final List<String> ORDER = List.of("MLX_USE_CUDA_GRAPHS", "MLX_ENABLE_TF32");
+    private static final String LOCAL_ONLY = "MLX_CUDA_USE_CUDNN_SDPA";
 
     private MlxEnvironment() {
     }
@@ -54,9 +54,13 @@ public final class MlxEnvironment {
      * Sets every required variable that {@code environment} lacks, through {@code setenv}; returns what is in force.
      * Must run before the first mlx-c call of the process.
      */
-    static List<Setting> apply(Map<String, String> environment) {
+    static List<Setting> apply(Map<String, String> environment, boolean loadedGlobally) {
         List<Setting> out = new ArrayList<>();
-        for (String name : ORDER) {
+        List<String> names = new ArrayList<>(ORDER);
+        if (!loadedGlobally) {
+            names.add(LOCAL_ONLY);
+        }
+        for (String name : names) {
             String[] wanted = REQUIRED.get(name);
             String present = environment.get(name);
             if (present != null) {
@@ -68,6 +72,35 @@ public final class MlxEnvironment {
             }
         }
         return List.copyOf(out);
+    }
+
+    /**
+     * {@code dlopen(path, RTLD_NOW | RTLD_GLOBAL)} on Linux, before the JDK loads the same file for its symbol lookup;
+     * true when it worked. The JDK loads native libraries with {@code RTLD_LOCAL}, and cuDNN 9, which MLX's CUDA
+     * backend links, resolves its own symbols through the global namespace as it starts: inside the JVM its first
+     * use (MLX 0.31's fused attention in bf16 with several queries and a head size of at most 128) called address
+     * 0 in {@code cudnn::graph::LibraryConfig::init} and killed the process, while the same call from a C program,
+     * on its main thread or another, ran (H200, cuDNN 9.14). Loaded globally first, it runs inside the JVM too.
+     * Elsewhere (macOS: Metal, no cuDNN) this does nothing and returns false.
+     */
+    static boolean loadGlobally(java.nio.file.Path path) {
+        if (!System.getProperty("os.name", "").toLowerCase(java.util.Locale.ROOT).contains("linux")) {
+            return false;
+        }
+        Linker linker = Linker.nativeLinker();
+        Optional<MemorySegment> sym = linker.defaultLookup().find("dlopen");
+        if (sym.isEmpty()) {
+            return false;
+        }
+        MethodHandle dlopen = linker.downcallHandle(sym.get(),
+                FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
+        int rtldNowGlobal = 0x002 | 0x100; // glibc's RTLD_NOW | RTLD_GLOBAL
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment h = (MemorySegment) dlopen.invokeExact(a.allocateFrom(path.toString()), rtldNowGlobal);
+            return !h.equals(MemorySegment.NULL); // a failure is the JDK's to report when it loads the file next
+        } catch (Throwable t) {
+            return false;
+        }
     }
 
     /** The value the C library's {@code getenv} returns for {@code name}. */

@@ -32,16 +32,18 @@ public final class MlxLibrary {
     private final String version;
     private final MlxThread thread;
     private final List<MlxEnvironment.Setting> environment;
+    private final boolean global;
     private final java.util.concurrent.atomic.AtomicLong operations = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong evalNanos = new java.util.concurrent.atomic.AtomicLong();
     private final ThreadLocal<String> lastError = new ThreadLocal<>();
     @SuppressWarnings("unused") // keeps the upcall stub alive for the life of the process
     private MemorySegment handlerStub;
 
-    private MlxLibrary(MlxC c, Path path, List<MlxEnvironment.Setting> environment) {
+    private MlxLibrary(MlxC c, Path path, List<MlxEnvironment.Setting> environment, boolean global) {
         this.c = c;
         this.path = path;
         this.environment = environment;
+        this.global = global;
         this.thread = new MlxThread();
         installErrorHandler();
         this.version = thread.call(this::readVersion);
@@ -58,8 +60,10 @@ public final class MlxLibrary {
                 return loaded;
             }
             Path p = discovery.locate();
+            // into the global namespace first, as a C program links it (MlxEnvironment.loadGlobally says why)
+            boolean global = MlxEnvironment.loadGlobally(p);
             // before the library's first call: MLX reads these once (MlxEnvironment says why each is needed)
-            List<MlxEnvironment.Setting> env = MlxEnvironment.apply(System.getenv());
+            List<MlxEnvironment.Setting> env = MlxEnvironment.apply(System.getenv(), global);
             SymbolLookup lookup;
             MlxC bound;
             try {
@@ -69,7 +73,7 @@ public final class MlxLibrary {
                 throw new MtpException(MtpException.Kind.UNAVAILABLE, "mlx: cannot load " + p + ": " + e.getMessage()
                         + " — set MTP_MLX_LIBRARY to an mlx-c 0.6.x libmlxc", e);
             }
-            MlxLibrary lib = new MlxLibrary(bound, p, env);
+            MlxLibrary lib = new MlxLibrary(bound, p, env, global);
             if (!lib.version.startsWith(PINNED_MLX)) {
                 throw new MtpException(MtpException.Kind.UNAVAILABLE, "mlx: " + p + " reports MLX " + lib.version
                         + ", these bindings need MLX " + PINNED_MLX + "x (mlx-c 0.6.x) — install mlx-c 0.6 and set "
@@ -135,6 +139,11 @@ public final class MlxLibrary {
     /** The raw bindings (for {@code …mlx.handle} only). */
     MlxC c() {
         return c;
+    }
+
+    /** Whether mlx-c went into the global namespace before the JDK loaded it ({@link MlxEnvironment#loadGlobally}). */
+    public boolean loadedGlobally() {
+        return global;
     }
 
     /** The MLX environment settings in force, and whether this backend set them ({@link MlxEnvironment}). */

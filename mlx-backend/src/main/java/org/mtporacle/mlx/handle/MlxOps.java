@@ -208,6 +208,19 @@ public final class MlxOps {
         lib.check("mlx_array_eval", status);
     }
 
+    /**
+     * Whether {@code a}'s data is computed and ready (uploaded, or evaluated with its device work done), so evaluating
+     * it would only wait on a finished event; false when this mlx-c cannot tell.
+     */
+    public boolean isAvailable(MlxArray a) {
+        if (!c.hasArrayIsAvailable()) {
+            return false;
+        }
+        MemorySegment res = arena.allocate(ValueLayout.JAVA_BOOLEAN);
+        lib.check("_mlx_array_is_available", c.mlx_array_is_available(res, a.handle()));
+        return res.get(ValueLayout.JAVA_BOOLEAN, 0);
+    }
+
     /** Evaluates every array of {@code arrays} in one {@code mlx_eval} (one wait instead of one per array). */
     public void evalAll(List<MlxArray> arrays) {
         if (arrays.isEmpty()) {
