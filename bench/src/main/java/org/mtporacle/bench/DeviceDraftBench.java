@@ -41,7 +41,7 @@ public final class DeviceDraftBench {
      */
     public record Row(String preset, String weights, int batch, long weightBytes, double ms, double draftMs,
                       double commitMs, double floorMs, double ratio, double opsPerRound, double opsMs,
-                      double evalMs) {
+                      double evalMs, String variant) {
     }
 
     /** Every row, with the device, the bandwidth the floors use and the per-operation time. */
@@ -62,14 +62,16 @@ public final class DeviceDraftBench {
             }
             sb.append("  eval ms = time inside the device's evaluations (graph run and wait); round ms − eval ms is host"
                     + " work\n");
-            sb.append(String.format(Locale.ROOT, "  %-14s %-7s %3s %10s %9s %9s %9s %9s %8s %8s %8s %8s%n",
+            boolean varied = rows.stream().anyMatch(r -> !r.variant().isEmpty());
+            sb.append(String.format(Locale.ROOT, "  %-14s %-7s %3s %10s %9s %9s %9s %9s %8s %8s %8s %8s%s%n",
                     "preset", "weights", "B", "weights MB", "round ms", "draft ms", "commit ms", "floor ms",
-                    "x floor", "ops", "ops ms", "eval ms"));
+                    "x floor", "ops", "ops ms", "eval ms", varied ? "  options" : ""));
             for (Row r : rows) {
                 sb.append(String.format(Locale.ROOT,
-                        "  %-14s %-7s %3d %10.1f %9.3f %9.3f %9.3f %9.3f %8.2f %8.0f %8.3f %8.3f%n",
+                        "  %-14s %-7s %3d %10.1f %9.3f %9.3f %9.3f %9.3f %8.2f %8.0f %8.3f %8.3f%s%n",
                         r.preset(), r.weights(), r.batch(), r.weightBytes() / 1e6, r.ms(), r.draftMs(),
-                        r.commitMs(), r.floorMs(), r.ratio(), r.opsPerRound(), r.opsMs(), r.evalMs()));
+                        r.commitMs(), r.floorMs(), r.ratio(), r.opsPerRound(), r.opsMs(), r.evalMs(),
+                        varied ? "  " + r.variant() : ""));
             }
             sb.append("  numerics: ").append(numerics).append('\n');
             return sb.toString();
@@ -85,9 +87,10 @@ public final class DeviceDraftBench {
                 sb.append(i == 0 ? "" : ", ").append(String.format(Locale.ROOT, "{\"preset\": \"%s\", \"weights\": "
                         + "\"%s\", \"batch\": %d, \"weightBytes\": %d, \"ms\": %.4f, \"draftMs\": %.4f, "
                         + "\"commitMs\": %.4f, \"floorMs\": %s, \"ratio\": %s, \"opsPerRound\": %s, \"opsMs\": %s, "
-                        + "\"evalMs\": %s}",
+                        + "\"evalMs\": %s, \"options\": \"%s\"}",
                         r.preset(), r.weights(), r.batch(), r.weightBytes(), r.ms(), r.draftMs(), r.commitMs(),
-                        num(r.floorMs()), num(r.ratio()), num(r.opsPerRound()), num(r.opsMs()), num(r.evalMs())));
+                        num(r.floorMs()), num(r.ratio()), num(r.opsPerRound()), num(r.opsMs()), num(r.evalMs()),
+                        r.variant()));
             }
             return sb.append("]}").toString();
         }
@@ -107,6 +110,17 @@ public final class DeviceDraftBench {
      */
     public static Result run(MtpBackend backend, Map<String, String> options, List<String> presets,
                              List<String> weights, List<Integer> batches, int rounds, Consumer<String> progress) {
+        return run(backend, options, List.of(Map.of()), presets, weights, batches, rounds, progress);
+    }
+
+    /**
+     * {@link #run} once per entry of {@code variants} (options added to {@code options}), each loaded in turn on the
+     * same synthetic model, so alternatives (the MLX backend's {@code moe=gather} and {@code moe=per-expert}) are
+     * timed in one run against one bandwidth figure.
+     */
+    public static Result run(MtpBackend backend, Map<String, String> options, List<Map<String, String>> variants,
+                             List<String> presets, List<String> weights, List<Integer> batches, int rounds,
+                             Consumer<String> progress) {
         for (String w : weights) {
             if (!w.equals("bf16") && !w.equals("q4")) {
                 throw new IllegalArgumentException("bench: weights '" + w + "', expected bf16 or q4");
@@ -130,23 +144,29 @@ public final class DeviceDraftBench {
                 progress.accept("building " + p.name() + " " + w + " weights");
                 try (Arena arena = Arena.ofShared()) {
                     MtpModel model = DraftStepBench.syntheticModel(arena, p, w.equals("q4"));
-                    progress.accept("loading " + p.name() + " " + w + " into " + backend.name());
-                    try (DraftModel dm = backend.load(model, options)) {
-                        numerics = dm.numerics();
-                        if (dm instanceof DeviceProbe probe && Double.isNaN(bandwidth)) {
-                            progress.accept("measuring " + probe.device() + " copy bandwidth");
-                            bandwidth = probe.copyBytesPerSecond(BANDWIDTH_BYTES, 10);
-                            opSeconds = probe.operationSeconds(10);
-                            device = probe.device();
-                        }
-                        for (int b : batches) {
-                            progress.accept(p.name() + " " + w + " B=" + b);
-                            Times t = time(dm, model, b, rounds);
-                            long bytes = DraftStepBench.weightBytes(model, b);
-                            double floor = bytes / bandwidth * 1e3;
-                            rows.add(new Row(p.name(), w, b, bytes, t.round(), t.draft(), t.commit(), floor,
-                                    t.round() / floor, t.opsPerRound(), t.opsPerRound() * opSeconds * 1e3,
-                                    t.evalMs()));
+                    for (Map<String, String> variant : variants) {
+                        Map<String, String> opts = new java.util.LinkedHashMap<>(options);
+                        opts.putAll(variant);
+                        String label = variant.entrySet().stream().map(e -> e.getKey() + "=" + e.getValue())
+                                .collect(java.util.stream.Collectors.joining(","));
+                        progress.accept("loading " + p.name() + " " + w + " into " + backend.name() + " " + label);
+                        try (DraftModel dm = backend.load(model, opts)) {
+                            numerics = dm.numerics();
+                            if (dm instanceof DeviceProbe probe && Double.isNaN(bandwidth)) {
+                                progress.accept("measuring " + probe.device() + " copy bandwidth");
+                                bandwidth = probe.copyBytesPerSecond(BANDWIDTH_BYTES, 10);
+                                opSeconds = probe.operationSeconds(10);
+                                device = probe.device();
+                            }
+                            for (int b : batches) {
+                                progress.accept(p.name() + " " + w + " B=" + b);
+                                Times t = time(dm, model, b, rounds);
+                                long bytes = DraftStepBench.weightBytes(model, b);
+                                double floor = bytes / bandwidth * 1e3;
+                                rows.add(new Row(p.name(), w, b, bytes, t.round(), t.draft(), t.commit(), floor,
+                                        t.round() / floor, t.opsPerRound(), t.opsPerRound() * opSeconds * 1e3,
+                                        t.evalMs(), label));
+                            }
                         }
                     }
                 }

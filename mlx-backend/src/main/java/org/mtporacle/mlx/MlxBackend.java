@@ -2,6 +2,7 @@ package org.mtporacle.mlx;
 
 import org.mtporacle.api.Availability;
 import org.mtporacle.api.BackendProfile;
+import org.mtporacle.api.MlpWeights;
 import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
@@ -19,22 +20,30 @@ import java.util.Set;
  * missing or of another version the backend says so in {@link #availability()} and {@link #load} fails UNAVAILABLE.
  *
  * <p>Options: {@code precision=native|f32} (default native: the weights' dtype, bf16 for published companions) and
- * {@code device=auto|cpu|gpu} (default auto: the GPU when the library has Metal or CUDA, else the CPU). The
+ * {@code device=auto|cpu|gpu} (default auto: the GPU when the library has Metal or CUDA, else the CPU), and for a MoE
+ * layer {@code moe=gather|per-expert} (default gather: top-k on the device and the experts by {@code gather_mm} /
+ * {@code gather_qmm}; per-expert when the experts do not share one format, and for quantized experts on CUDA with
+ * MLX 0.31, which lacks {@code gather_qmm} there; {@link MlxMoe}). The
  * environment variable {@code MTP_MLX_DEVICE} sets the default of {@code device} for every profile, so a whole
- * {@code mtp conform} run can be held on one device.
+ * {@code mtp conform} run can be held on one device; {@code MTP_MLX_MOE} likewise sets the default of {@code moe}.
  */
 public final class MlxBackend implements MtpBackend {
     public static final String NAME = "mlx";
-    private static final Set<String> OPTIONS = Set.of("precision", "device");
+    private static final Set<String> OPTIONS = Set.of("precision", "device", "moe");
 
     private static final Set<String> DEVICES = Set.of("auto", "cpu", "gpu");
 
     private final MlxDiscovery discovery;
     private final String defaultDevice;
+    private final String defaultMoe; // MTP_MLX_MOE, or null
 
-    /** Reads the discovery settings and {@code MTP_MLX_DEVICE} from the environment; does no native work. */
+    /**
+     * Reads the discovery settings, {@code MTP_MLX_DEVICE} and {@code MTP_MLX_MOE} from the environment; does no
+     * native work.
+     */
     public MlxBackend() {
-        this(MlxDiscovery.fromEnvironment(), System.getenv().getOrDefault("MTP_MLX_DEVICE", "auto"));
+        this(MlxDiscovery.fromEnvironment(), System.getenv().getOrDefault("MTP_MLX_DEVICE", "auto"),
+                System.getenv("MTP_MLX_MOE"));
     }
 
     public MlxBackend(MlxDiscovery discovery) {
@@ -43,8 +52,14 @@ public final class MlxBackend implements MtpBackend {
 
     /** With {@code defaultDevice} ({@code auto}, {@code cpu} or {@code gpu}) for loads that name no device. */
     public MlxBackend(MlxDiscovery discovery, String defaultDevice) {
+        this(discovery, defaultDevice, null);
+    }
+
+    /** With {@code defaultMoe} ({@code gather}, {@code per-expert}, or null) for loads that name no MoE path. */
+    public MlxBackend(MlxDiscovery discovery, String defaultDevice, String defaultMoe) {
         this.discovery = discovery;
         this.defaultDevice = defaultDevice;
+        this.defaultMoe = defaultMoe;
     }
 
     @Override
@@ -69,7 +84,8 @@ public final class MlxBackend implements MtpBackend {
             return Availability.yes("mlx-c at " + lib.path() + (lib.loadedGlobally() ? " (RTLD_GLOBAL)" : "")
                     + ", MLX " + lib.version() + ", " + devices
                     + ", default device " + (defaultDevice.equals("auto") ? (lib.hasGpu() ? "gpu" : "cpu")
-                    : defaultDevice + " (MTP_MLX_DEVICE)") + env);
+                    : defaultDevice + " (MTP_MLX_DEVICE)") + env + "; options precision=native|f32, "
+                    + "device=auto|cpu|gpu, moe=gather|per-expert (MoE layers; default gather)");
         } catch (MtpException e) {
             return Availability.no(e.getMessage());
         }
@@ -86,7 +102,8 @@ public final class MlxBackend implements MtpBackend {
     public MlxDraftModel load(MtpModel model, Map<String, String> options) {
         for (String key : options.keySet()) {
             if (!OPTIONS.contains(key)) {
-                throw MtpException.invalidArgument("mlx: unknown option '" + key + "' (known: precision, device)");
+                throw MtpException.invalidArgument("mlx: unknown option '" + key
+                        + "' (known: precision, device, moe)");
             }
         }
         MlxDraftModel.Precision precision = switch (options.getOrDefault("precision", "native")) {
@@ -95,6 +112,13 @@ public final class MlxBackend implements MtpBackend {
             default -> throw MtpException.invalidArgument("mlx: precision = '" + options.get("precision")
                     + "', expected native or f32");
         };
+        MlxMoe.Path moe;
+        try {
+            String m = options.getOrDefault("moe", defaultMoe);
+            moe = m == null ? null : MlxMoe.Path.named(m);
+        } catch (MtpException e) {
+            throw options.containsKey("moe") ? e : MtpException.invalidArgument(e.getMessage() + " (from MTP_MLX_MOE)");
+        }
         String device = options.getOrDefault("device", defaultDevice);
         if (!DEVICES.contains(device)) {
             throw MtpException.invalidArgument("mlx: device = '" + device + "'" + (options.containsKey("device") ? ""
@@ -112,6 +136,8 @@ public final class MlxBackend implements MtpBackend {
             }
             default -> lib.hasGpu();
         };
-        return new MlxDraftModel(model, lib, gpu, precision);
+        MlxMoe.Path path = model.weights().mlp() instanceof MlpWeights.Moe m
+                ? MlxMoe.choose(m, moe, gpu && lib.hasCuda(), lib.version()) : null;
+        return new MlxDraftModel(model, lib, gpu, precision, path);
     }
 }

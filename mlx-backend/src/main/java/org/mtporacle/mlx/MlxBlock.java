@@ -38,12 +38,18 @@ final class MlxBlock implements AutoCloseable {
 
     /**
      * A forward's output {@code y [B, S, H]}, the cache after the append, and for a MoE layer each forward row's
-     * chosen experts ({@code experts[b·S + t]}, slot order; null when dense).
+     * chosen experts ({@code b·S + t}, slot order, possibly still on the device; null when dense).
      */
-    record Step(MlxArray y, Kv kv, int[][] experts) {
+    record Step(MlxArray y, Kv kv, MlxMoe.Choices experts) {
     }
 
-    MlxBlock(MlxOps ops, MtpConfig config, MtpWeights w, int dtype, boolean quantF32) {
+    /** The MoE MLP, or null for a dense one. */
+    MlxMoe moe() {
+        return moe;
+    }
+
+    /** {@code moePath}: the MoE layer's path (null: its default); ignored for a dense MLP. */
+    MlxBlock(MlxOps ops, MtpConfig config, MtpWeights w, int dtype, boolean quantF32, MlxMoe.Path moePath) {
         this.c = config;
         this.dtype = dtype;
         this.eps = (float) config.rmsNormEps();
@@ -55,7 +61,7 @@ final class MlxBlock implements AutoCloseable {
             if (w.mlp() instanceof MlpWeights.Moe m) {
                 gateUp = null;
                 down = null;
-                moe = new MlxMoe(ops, m, dtype, quantF32, made);
+                moe = new MlxMoe(ops, m, dtype, quantF32, moePath, made);
             } else {
                 gateUp = track(made, MlxStack.upload(ops, List.of(w.gateProj(), w.upProj()), dtype, quantF32));
                 down = track(made, MlxLinear.upload(ops, w.downProj(), dtype, quantF32));
@@ -175,14 +181,16 @@ final class MlxBlock implements AutoCloseable {
         // 7–9. h1 = x + r; y = h1 + MLP(RMSNorm(h1))
         MlxArray h1 = ops.add(x, r);
         MlxArray n = ops.rmsNorm(h1, postNorm, eps);
-        int[][] experts = moe == null ? null : new int[b * s][];
+        MlxMoe.Choices experts = null;
         MlxArray m;
         if (moe == null) {
             List<MlxArray> gu = gateUp.apply(ops, n);
             MlxArray gt = gu.get(0);
             m = down.apply(ops, ops.multiply(ops.multiply(gt, ops.sigmoid(gt)), gu.get(1)));
         } else {
-            m = moe.apply(ops, n, experts);
+            MlxMoe.Routed routed = moe.apply(ops, n);
+            m = routed.out();
+            experts = routed.choices();
         }
         MlxArray y = ops.add(h1, m);
         // 10. Y = RMSNorm(y)

@@ -39,7 +39,8 @@ public final class MlxDraftModel implements DraftModel, DeviceProbe {
     private final MlxBlock block;
     private volatile boolean closed;
 
-    MlxDraftModel(MtpModel model, MlxLibrary lib, boolean gpu, Precision precision) {
+    /** {@code moe}: the MoE layer's path ({@code moe} option; null: its default); ignored for a dense model. */
+    MlxDraftModel(MtpModel model, MlxLibrary lib, boolean gpu, Precision precision, MlxMoe.Path moe) {
         this.model = model;
         this.lib = lib;
         this.precision = precision;
@@ -55,7 +56,8 @@ public final class MlxDraftModel implements DraftModel, DeviceProbe {
             this.block = lib.thread().call(() -> {
                 try (MlxScope scope = new MlxScope(lib)) {
                     // CPU quantized products accumulate in f32 (see MlxLinear.upload)
-                    return new MlxBlock(new MlxOps(stream, scope), model.config(), model.weights(), dtype, !gpu);
+                    return new MlxBlock(new MlxOps(stream, scope), model.config(), model.weights(), dtype, !gpu,
+                            moe);
                 }
             });
         } catch (RuntimeException e) {
@@ -81,7 +83,11 @@ public final class MlxDraftModel implements DraftModel, DeviceProbe {
         return "mlx " + (stream.isGpu() ? "gpu" : "cpu") + " " + checkpointDType.name().toLowerCase()
                 + " (precision=" + precision.name().toLowerCase() + ", MLX " + lib.version()
                 + "; " + (stream.isGpu() ? "" : "quantized products accumulate in f32; ")
-                + "greedy and seeded drafts sampled on device, one host read per round)";
+                + "greedy and seeded drafts sampled on device, one host read per round"
+                + (block.moe() == null ? "" : block.moe().path() == MlxMoe.Path.GATHER
+                ? "; MoE moe=gather: top-k on device, experts by gather_mm/gather_qmm, router choices read once per "
+                + "call" : "; MoE moe=per-expert: router probabilities read once per forward, top-k on the host")
+                + ")";
     }
 
     public Precision precision() {

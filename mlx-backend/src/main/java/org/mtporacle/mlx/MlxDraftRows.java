@@ -30,8 +30,10 @@ final class MlxDraftRows extends AbstractDraftRows<MlxDraftRows.DeviceRows> impl
     private final MlxDraftModel model;
     private final MtpConfig c;
     private MlxOps ops; // the running call's device context, set only inside onBackend on the MLX thread
-    /** The MoE router choices of the last computing call (spec §12.5); the block chooses on the host. */
+    /** The MoE router choices of the last computing call (spec §12.5), read when its work is done. */
     private final List<RouterChoices.Choice> routed = new ArrayList<>();
+    /** This call's MoE forwards whose choices are not read yet. */
+    private final List<PendingRoute> pendingRoutes = new ArrayList<>();
     private int draftHostReads;
 
     /**
@@ -200,11 +202,33 @@ final class MlxDraftRows extends AbstractDraftRows<MlxDraftRows.DeviceRows> impl
         return List.copyOf(routed);
     }
 
-    /** Records a MoE forward's choices of the computed rows at positions {@code at[r] + offset + t}. */
+    /**
+     * Notes a MoE forward's choices of the computed rows at positions {@code at[r] + offset + t}; they are read when
+     * the call's work is done ({@link #resolveRoutes}), so a forward whose experts stay on the device costs no sync.
+     */
     private void route(MlxBlock.Step step, int[] at, boolean[] rows, int n, int offset) {
-        if (step.experts() == null) {
+        if (step.experts() != null) {
+            pendingRoutes.add(new PendingRoute(step.experts(), at.clone(), rows == null ? null : rows.clone(), n,
+                    offset));
+        }
+    }
+
+    private record PendingRoute(MlxMoe.Choices choices, int[] at, boolean[] rows, int n, int offset) {
+    }
+
+    /** Reads the call's pending router choices (one host read for those still on the device) and records them. */
+    private void resolveRoutes() {
+        if (pendingRoutes.isEmpty()) {
             return;
         }
+        MlxMoe.Choices.resolveAll(ops, pendingRoutes.stream().map(PendingRoute::choices).toList());
+        for (PendingRoute p : pendingRoutes) {
+            record(p.choices().experts(), p.at(), p.rows(), p.n(), p.offset());
+        }
+        pendingRoutes.clear();
+    }
+
+    private void record(int[][] experts, int[] at, boolean[] rows, int n, int offset) {
         for (int r = 0; r < at.length; r++) {
             if (rows != null && !rows[r]) {
                 continue;
@@ -213,7 +237,7 @@ final class MlxDraftRows extends AbstractDraftRows<MlxDraftRows.DeviceRows> impl
                 int row = r;
                 int position = at[r] + offset + t;
                 routed.removeIf(x -> x.row() == row && x.position() == position);
-                routed.add(new RouterChoices.Choice(row, position, step.experts()[r * n + t]));
+                routed.add(new RouterChoices.Choice(row, position, experts[r * n + t]));
             }
         }
     }
@@ -224,16 +248,19 @@ final class MlxDraftRows extends AbstractDraftRows<MlxDraftRows.DeviceRows> impl
     @Override
     protected <T> T onBackend(String call, Supplier<T> work) {
         routed.clear();
+        pendingRoutes.clear();
         try {
             return model.call(o -> {
                 ops = o;
                 try {
                     T out = work.get();
+                    resolveRoutes();
                     if (call.equals("draft")) {
                         draftHostReads = o.hostReads();
                     }
                     return out;
                 } finally {
+                    pendingRoutes.clear();
                     ops = null;
                 }
             });

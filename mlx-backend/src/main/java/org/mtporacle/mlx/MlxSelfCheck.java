@@ -13,9 +13,10 @@ import java.util.SplittableRandom;
 
 /**
  * A start-up check of the MLX ops the block uses, in f32 on the model's device, against their f64 definitions on
- * small seeded inputs. It catches an MLX whose device kernels are wrong (MLX 0.31.1's CUDA {@code fast_rms_norm} on
- * more than one row of 129–256 values, fixed in MLX 0.32.0; every Qwen3.5 q/k norm is 256 wide) or run f32 in a lower
- * precision (TF32 matmuls), before any conformance result depends on them. Each device is checked once per process.
+ * small seeded inputs, and {@code argsort}'s stability on exact ties (the MoE top-k and the sampler rely on it). It
+ * catches an MLX whose device kernels are wrong (MLX 0.31.1's CUDA {@code fast_rms_norm} on more than one row of
+ * 129–256 values, fixed in MLX 0.32.0; every Qwen3.5 q/k norm is 256 wide) or run f32 in a lower precision (TF32
+ * matmuls), before any conformance result depends on them. Each device is checked once per process.
  */
 final class MlxSelfCheck {
     /** f32 kernels over at most a few hundred terms stay within a few ulps; TF32 or a wrong kernel is far above. */
@@ -55,7 +56,7 @@ final class MlxSelfCheck {
     static String firstFailure(MlxOps ops) {
         SplittableRandom rnd = new SplittableRandom(0x5e1fc4ecL);
         String[] checks = {rmsNorm(ops, rnd, 3, 256), rmsNorm(ops, rnd, 2, 64), matmul(ops, rnd, 8, 96, 40),
-                logsumexp(ops, rnd, 2, 300), attention(ops, rnd, 2, 3, 5, 16)};
+                logsumexp(ops, rnd, 2, 300), attention(ops, rnd, 2, 3, 5, 16), argsortTies(ops, rnd, 2, 512)};
         for (String c : checks) {
             if (c != null) {
                 return c;
@@ -81,6 +82,33 @@ final class MlxSelfCheck {
         }
         float[] got = ops.toFloats(ops.rmsNorm(ops.fromFloats(x, rows, n), ops.fromFloats(w, n), (float) eps));
         return compare("fast_rms_norm on [" + rows + ", " + n + "] f32", got, want);
+    }
+
+    /**
+     * {@code argsort} must be stable (equal values by index): the MoE router's top-k tie rule (spec §12.3) and the
+     * sampler's filters rely on it. {@code n} values of a few levels, so most are exact ties.
+     */
+    private static String argsortTies(MlxOps ops, SplittableRandom rnd, int rows, int n) {
+        float[] v = new float[rows * n];
+        for (int i = 0; i < v.length; i++) {
+            v[i] = rnd.nextInt(4) * 0.25f;
+        }
+        int[] got = ops.toInts(ops.argsort(ops.fromFloats(v, rows, n), -1));
+        for (int r = 0; r < rows; r++) {
+            final int row = r;
+            Integer[] want = new Integer[n];
+            for (int i = 0; i < n; i++) {
+                want[i] = i;
+            }
+            java.util.Arrays.sort(want, (a, b) -> Float.compare(v[row * n + a], v[row * n + b])); // stable
+            for (int i = 0; i < n; i++) {
+                if (got[r * n + i] != want[i]) {
+                    return "argsort on [" + rows + ", " + n + "] f32 with ties is not stable: row " + r + " rank " + i
+                            + " is index " + got[r * n + i] + ", expected " + want[i];
+                }
+            }
+        }
+        return null;
     }
 
     private static String matmul(MlxOps ops, SplittableRandom rnd, int m, int k, int n) {

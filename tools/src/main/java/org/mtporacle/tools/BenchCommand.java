@@ -72,6 +72,11 @@ final class BenchCommand implements Callable<Integer> {
             description = "Batch sizes of the --backend device table (default: 1,8).")
     List<Integer> batches;
 
+    @Option(names = "--vary", paramLabel = "KEY=V1,V2[,...]",
+            description = "Time the --backend device table once per value of this load option, in one run against "
+                    + "one bandwidth figure (e.g. moe=gather,per-expert for the MLX backend's MoE paths).")
+    String vary;
+
     @Option(names = "--no-openblas", description = "Skip the OpenBLAS comparison.")
     boolean noOpenBlas;
 
@@ -199,9 +204,22 @@ final class BenchCommand implements Callable<Integer> {
     private DeviceDraftBench.Result deviceTable(MtpBackend b, ProgressLine progress) {
         List<String> shapes = devicePresets != null ? devicePresets
                 : quick ? List.of("small") : List.of("qwen3.5-0.8b", "qwen3.5-4b", "qwen3.5-27b");
+        List<Map<String, String>> variants = new ArrayList<>();
+        if (vary == null) {
+            variants.add(Map.of());
+        } else {
+            int eq = vary.indexOf('=');
+            if (eq <= 0 || eq == vary.length() - 1) {
+                throw new ParameterException(spec.commandLine(), "--vary " + vary + ": expected KEY=V1,V2");
+            }
+            for (String v : vary.substring(eq + 1).split(",")) {
+                variants.add(Map.of(vary.substring(0, eq), v));
+            }
+        }
         try {
-            return DeviceDraftBench.run(b, backend.options, shapes, weights != null ? weights : List.of("bf16", "q4"),
-                    batches != null ? batches : List.of(1, 8), rounds, line -> progress.status("bench: " + line));
+            return DeviceDraftBench.run(b, backend.options, variants, shapes, weights != null ? weights
+                            : List.of("bf16", "q4"), batches != null ? batches : List.of(1, 8), rounds,
+                    line -> progress.status("bench: " + line));
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage(), e);
         }

@@ -84,9 +84,12 @@ public final class MlxC {
     private final MethodHandle mlxAdd;
     private final MethodHandle mlxSubtract;
     private final MethodHandle mlxMultiply;
+    private final MethodHandle mlxDivide;
     private final MethodHandle mlxMatmul;
     private final MethodHandle mlxQuantizedMatmul;
     private final MethodHandle mlxDequantize;
+    private final MethodHandle mlxGatherMm;
+    private final MethodHandle mlxGatherQmm;
     private final MethodHandle mlxSigmoid;
     private final MethodHandle mlxReshape;
     private final MethodHandle mlxTransposeAxes;
@@ -157,11 +160,15 @@ public final class MlxC {
         mlxAdd = h("mlx_add", JAVA_INT, ADDRESS, HANDLE, HANDLE, HANDLE);
         mlxSubtract = h("mlx_subtract", JAVA_INT, ADDRESS, HANDLE, HANDLE, HANDLE);
         mlxMultiply = h("mlx_multiply", JAVA_INT, ADDRESS, HANDLE, HANDLE, HANDLE);
+        mlxDivide = h("mlx_divide", JAVA_INT, ADDRESS, HANDLE, HANDLE, HANDLE);
         mlxMatmul = h("mlx_matmul", JAVA_INT, ADDRESS, HANDLE, HANDLE, HANDLE);
         mlxQuantizedMatmul = h("mlx_quantized_matmul", JAVA_INT, ADDRESS, HANDLE, HANDLE, HANDLE, HANDLE,
                 JAVA_BOOLEAN, OPTIONAL_INT, OPTIONAL_INT, ADDRESS, HANDLE);
         mlxDequantize = h("mlx_dequantize", JAVA_INT, ADDRESS, HANDLE, HANDLE, HANDLE, OPTIONAL_INT, OPTIONAL_INT,
                 ADDRESS, HANDLE, OPTIONAL_INT, HANDLE);
+        mlxGatherMm = h("mlx_gather_mm", JAVA_INT, ADDRESS, HANDLE, HANDLE, HANDLE, HANDLE, JAVA_BOOLEAN, HANDLE);
+        mlxGatherQmm = h("mlx_gather_qmm", JAVA_INT, ADDRESS, HANDLE, HANDLE, HANDLE, HANDLE, HANDLE, HANDLE,
+                JAVA_BOOLEAN, OPTIONAL_INT, OPTIONAL_INT, ADDRESS, JAVA_BOOLEAN, HANDLE);
         mlxSigmoid = h("mlx_sigmoid", JAVA_INT, ADDRESS, HANDLE, HANDLE);
         mlxReshape = h("mlx_reshape", JAVA_INT, ADDRESS, HANDLE, ADDRESS, JAVA_LONG, HANDLE);
         mlxTransposeAxes = h("mlx_transpose_axes", JAVA_INT, ADDRESS, HANDLE, ADDRESS, JAVA_LONG, HANDLE);
@@ -376,6 +383,10 @@ public final class MlxC {
         try { return (int) mlxMultiply.invokeExact(res, a, b, s); } catch (Throwable t) { throw rethrow(t); }
     }
 
+    public int mlx_divide(MemorySegment res, MemorySegment a, MemorySegment b, MemorySegment s) {
+        try { return (int) mlxDivide.invokeExact(res, a, b, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
     public int mlx_matmul(MemorySegment res, MemorySegment a, MemorySegment b, MemorySegment s) {
         try { return (int) mlxMatmul.invokeExact(res, a, b, s); } catch (Throwable t) { throw rethrow(t); }
     }
@@ -397,6 +408,32 @@ public final class MlxC {
         try {
             return (int) mlxDequantize.invokeExact(res, w, scales, biases, groupSize, bits, mode, globalScale, dtype,
                     s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** {@code mlx_gather_mm(res, a, b, lhs_indices, rhs_indices, sorted_indices, s)}; null indices are null handles. */
+    public int mlx_gather_mm(MemorySegment res, MemorySegment a, MemorySegment b, MemorySegment lhsIndices,
+                             MemorySegment rhsIndices, boolean sortedIndices, MemorySegment s) {
+        try {
+            return (int) mlxGatherMm.invokeExact(res, a, b, lhsIndices, rhsIndices, sortedIndices, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * {@code mlx_gather_qmm(res, x, w, scales, biases, lhs_indices, rhs_indices, transpose, group_size, bits, mode,
+     * sorted_indices, s)}; null biases and indices are null handles.
+     */
+    public int mlx_gather_qmm(MemorySegment res, MemorySegment x, MemorySegment w, MemorySegment scales,
+                              MemorySegment biases, MemorySegment lhsIndices, MemorySegment rhsIndices,
+                              boolean transpose, MemorySegment groupSize, MemorySegment bits, MemorySegment mode,
+                              boolean sortedIndices, MemorySegment s) {
+        try {
+            return (int) mlxGatherQmm.invokeExact(res, x, w, scales, biases, lhsIndices, rhsIndices, transpose,
+                    groupSize, bits, mode, sortedIndices, s);
         } catch (Throwable t) {
             throw rethrow(t);
         }

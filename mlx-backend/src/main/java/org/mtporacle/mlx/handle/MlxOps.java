@@ -286,6 +286,11 @@ public final class MlxOps {
         return op("mlx_multiply", r -> c.mlx_multiply(r, a.handle(), b.handle(), s()));
     }
 
+    /** {@code a / b} elementwise (broadcasting), IEEE division in the promoted dtype. */
+    public MlxArray divide(MlxArray a, MlxArray b) {
+        return op("mlx_divide", r -> c.mlx_divide(r, a.handle(), b.handle(), s()));
+    }
+
     /** MLX's {@code exp} (on the CPU the polynomial written out in conformance/SPEC.md, "Random stream" §5). */
     public MlxArray exp(MlxArray a) {
         return op("mlx_exp", r -> c.mlx_exp(r, a.handle(), s()));
@@ -360,6 +365,107 @@ public final class MlxOps {
             MemorySegment mode = a.allocateFrom("affine");
             return op("mlx_quantized_matmul", r -> c.mlx_quantized_matmul(r, x.handle(), w.handle(),
                     scales.handle(), biases == null ? NULL_ARRAY : biases.handle(), true, g, b, mode, s()));
+        }
+    }
+
+    /**
+     * Indices of the {@code k} largest values of {@code a [N, E]} along its last axis, in descending value, the lower
+     * index first among exactly equal values (spec §12.3 step 3): the first {@code k} of the stable ascending
+     * {@link #argsort} of {@code −a} (NaN last). The result can only index an axis of length {@code E}, which is what
+     * {@link #gatherMm} and {@link #gatherQmm} check instead of reading the values back.
+     */
+    public TopK topK(MlxArray a, int k) {
+        if (a.rank() != 2) {
+            throw MtpException.invalidArgument("mlx topK: rank " + a.rank() + ", expected [N, E]");
+        }
+        int e = a.dim(1);
+        if (k < 1 || k > e) {
+            throw MtpException.invalidArgument("mlx topK: k = " + k + " outside [1, " + e + "]");
+        }
+        MlxArray order = argsort(negative(a), -1);
+        return new TopK(slice(order, new int[] {0, 0}, new int[] {a.dim(0), k}), e);
+    }
+
+    /**
+     * Top-k expert indices {@code [N, K]} (uint32) computed on the device by {@link #topK}: every value lies in
+     * {@code [0, range)} by construction, so no host value ever indexes a gathered matmul.
+     */
+    public static final class TopK {
+        private final MlxArray indices;
+        private final int range;
+
+        private TopK(MlxArray indices, int range) {
+            this.indices = indices;
+            this.range = range;
+        }
+
+        public MlxArray indices() {
+            return indices;
+        }
+
+        /** The length of the axis the indices select from. */
+        public int range() {
+            return range;
+        }
+    }
+
+    /**
+     * {@code out[n, j] = a[n or n, j] · b[top[n, j]]} (MLX {@code gather_mm}, rhs indices only): {@code a} is
+     * {@code [N, 1, M, K]} or {@code [N, J, M, K]}, {@code b} is {@code [E, K, P]}, {@code top} is {@code [N, J]}
+     * indices into {@code E}; the result is {@code [N, J, M, P]}.
+     */
+    public MlxArray gatherMm(MlxArray a, MlxArray b, TopK top) {
+        int[] idx = top.indices().shape();
+        if (b.rank() != 3 || b.dim(0) != top.range()) {
+            throw MtpException.invalidArgument("mlx_gather_mm: b " + Arrays.toString(b.shape()) + ", expected ["
+                    + top.range() + ", K, P] for indices into " + top.range());
+        }
+        checkGatherLhs("mlx_gather_mm", a, idx, b.dim(1));
+        return op("mlx_gather_mm", r -> c.mlx_gather_mm(r, a.handle(), b.handle(), NULL_ARRAY,
+                top.indices().handle(), false, s()));
+    }
+
+    /**
+     * {@code out[n, j] = x[n, ·] · dequantize(w[top[n, j]])ᵀ} (MLX {@code gather_qmm}, affine, transposed, rhs indices
+     * only): {@code x} is {@code [N, 1, M, K]} or {@code [N, J, M, K]}, {@code w} the stacked codes
+     * {@code [E, P, K·bits/32]} (uint32) with {@code scales}/{@code biases} {@code [E, P, K/groupSize]}; the result is
+     * {@code [N, J, M, P]}.
+     */
+    public MlxArray gatherQmm(MlxArray x, MlxArray w, MlxArray scales, MlxArray biases, TopK top, int groupSize,
+                              int bits) {
+        checkQuant(groupSize, bits);
+        int e = top.range();
+        if (w.rank() != 3 || w.dtype() != MlxC.MLX_UINT32 || w.dim(0) != e) {
+            throw MtpException.invalidArgument("mlx_gather_qmm: codes " + Arrays.toString(w.shape()) + " dtype "
+                    + w.dtype() + ", expected uint32 [" + e + ", P, K·bits/32]");
+        }
+        int k = x.rank() == 0 ? -1 : x.dim(x.rank() - 1);
+        int[] want = {e, w.dim(1), k / groupSize};
+        if (k % groupSize != 0 || (long) k * bits != 32L * w.dim(2) || !Arrays.equals(scales.shape(), want)
+                || biases != null && !Arrays.equals(biases.shape(), want)) {
+            throw MtpException.invalidArgument("mlx_gather_qmm: x width " + k + ", codes "
+                    + Arrays.toString(w.shape()) + ", scales " + Arrays.toString(scales.shape()) + ", biases "
+                    + (biases == null ? "none" : Arrays.toString(biases.shape())) + " do not describe " + bits
+                    + "-bit groups of " + groupSize + " (expected scales " + Arrays.toString(want) + ")");
+        }
+        checkGatherLhs("mlx_gather_qmm", x, top.indices().shape(), k);
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment g = optionalInt(a, groupSize);
+            MemorySegment b = optionalInt(a, bits);
+            MemorySegment mode = a.allocateFrom("affine");
+            return op("mlx_gather_qmm", r -> c.mlx_gather_qmm(r, x.handle(), w.handle(), scales.handle(),
+                    biases == null ? NULL_ARRAY : biases.handle(), NULL_ARRAY, top.indices().handle(), true, g, b,
+                    mode, false, s()));
+        }
+    }
+
+    /** {@code a [N, 1 or J, M, width]} against indices {@code [N, J]}. */
+    private static void checkGatherLhs(String op, MlxArray a, int[] idx, int width) {
+        int[] sh = a.shape();
+        if (idx.length != 2 || sh.length != 4 || sh[0] != idx[0] || sh[1] != 1 && sh[1] != idx[1]
+                || sh[3] != width) {
+            throw MtpException.invalidArgument(op + ": input " + Arrays.toString(sh) + " and indices "
+                    + Arrays.toString(idx) + ", expected [N, 1 or J, M, " + width + "] with indices [N, J]");
         }
     }
 
