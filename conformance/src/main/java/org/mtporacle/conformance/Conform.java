@@ -58,11 +58,20 @@ public final class Conform {
 
     /**
      * Runs every choice on every fixture. The traces of an earlier run in {@code reportDir} are removed first, so the
-     * folder only ever holds this run's.
+     * folder only ever holds this run's. After every entry the report there is rewritten with what has finished and
+     * what has not ({@link ConformReport#unfinished()}), so a run stopped early keeps its finished entries; the
+     * caller writes the finished report at the end.
      */
     public static ConformReport run(Options o, Listener listener) {
         if (o.reportDir() != null) {
             ReportFiles.clearTraces(o.reportDir());
+        }
+        String shard = (o.shardIndex() + 1) + "/" + o.shardCount();
+        List<String> unfinished = new ArrayList<>();
+        for (FixtureRecipe fx : o.fixtures()) {
+            for (BackendSelection.Choice c : o.choices()) {
+                unfinished.add(shard + ": " + c.label() + " @ " + fx.name());
+            }
         }
         List<ConformReport.Entry> entries = new ArrayList<>();
         for (FixtureRecipe fx : o.fixtures()) {
@@ -73,15 +82,23 @@ public final class Conform {
                     listener.entryStarted(c.label(), fx.name());
                     ConformReport.Entry e = entry(o, fx, model, oracle, c.backend(), c.profile(), listener);
                     entries.add(e);
+                    unfinished.remove(shard + ": " + c.label() + " @ " + fx.name());
+                    if (o.reportDir() != null && !unfinished.isEmpty()) {
+                        ReportFiles.write(report(o, shard, entries, unfinished), o.reportDir());
+                    }
                     listener.entryDone(e);
                 }
             }
         }
-        String shard = (o.shardIndex() + 1) + "/" + o.shardCount();
+        return report(o, shard, entries, List.of());
+    }
+
+    private static ConformReport report(Options o, String shard, List<ConformReport.Entry> entries,
+                                        List<String> unfinished) {
         return new ConformReport("mtp-oracle " + version(), Instant.now().toString(), o.seed(), o.chains(),
                 List.of(shard), CONTEXTS, entries,
                 new ConformReport.Plan(o.shardCount(), o.limits().maxActions(), o.requested(),
-                        o.fixtures().stream().map(FixtureRecipe::name).toList()), List.of());
+                        o.fixtures().stream().map(FixtureRecipe::name).toList()), List.of(), unfinished);
     }
 
     private static ConformReport.Entry entry(Options o, FixtureRecipe fx, MtpModel model, ReferenceDraftModel oracle,

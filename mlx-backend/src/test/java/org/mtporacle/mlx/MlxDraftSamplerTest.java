@@ -11,11 +11,7 @@ import org.mtporacle.api.RowSampler;
 import org.mtporacle.conformance.FixtureRecipe;
 import org.mtporacle.conformance.chain.ChainData;
 import org.mtporacle.mlx.handle.MlxArray;
-import org.mtporacle.mlx.handle.MlxDiscovery;
-import org.mtporacle.mlx.handle.MlxLibrary;
 import org.mtporacle.mlx.handle.MlxOps;
-import org.mtporacle.mlx.handle.MlxScope;
-import org.mtporacle.mlx.handle.MlxStream;
 import org.mtporacle.reference.sampling.DraftSampler;
 import org.mtporacle.reference.sampling.MlxRandom;
 
@@ -36,24 +32,13 @@ class MlxDraftSamplerTest {
     private static final int[] TOP_KS = {0, 1, 2, 5, 20};
     private static final double[] TOP_PS = {1.0, 0.95, 0.5, 0.05, 1e-9};
 
-    private static void onMlx(java.util.function.Consumer<MlxOps> work) {
-        MlxTestSupport.requireMlx();
-        MlxLibrary lib = MlxLibrary.load(MlxDiscovery.fromEnvironment());
-        try (MlxStream stream = MlxStream.open(lib, false)) {
-            lib.thread().run(() -> {
-                try (MlxScope scope = new MlxScope(lib)) {
-                    work.accept(new MlxOps(stream, scope));
-                }
-            });
-        }
-    }
 
     @Test
     void theDeviceUniformIsTheSpecStream() {
         long seed = 0x5EED_0001L;
         System.out.println("uniform keys from seed " + seed);
         SplittableRandom rnd = new SplittableRandom(seed);
-        onMlx(ops -> {
+        MlxTestSupport.onMlx(ops -> {
             for (int i = 0; i < 64; i++) {
                 MlxRandom.Key key = MlxRandom.key(DraftSampler.stepKey(rnd.nextLong(), rnd.nextInt(1000)));
                 float[] device = ops.toFloats(ops.uniform(ops.fromUints(new int[] {key.k0(), key.k1()}, 2), 1));
@@ -77,7 +62,7 @@ class MlxDraftSamplerTest {
         int depth = 4;
         int rounds = 40;
         int[] counts = new int[2]; // draws, mismatches
-        onMlx(ops -> {
+        MlxTestSupport.onMlx(ops -> {
             for (int round = 0; round < rounds; round++) {
                 List<RowSampler> rows = new ArrayList<>();
                 long[] steps = new long[b];

@@ -9,11 +9,7 @@ import org.mtporacle.conformance.FixtureRecipe;
 import org.mtporacle.conformance.golden.GoldenFiles;
 import org.mtporacle.conformance.golden.GoldenVerifier;
 import org.mtporacle.mlx.handle.MlxArray;
-import org.mtporacle.mlx.handle.MlxDiscovery;
-import org.mtporacle.mlx.handle.MlxLibrary;
 import org.mtporacle.mlx.handle.MlxOps;
-import org.mtporacle.mlx.handle.MlxScope;
-import org.mtporacle.mlx.handle.MlxStream;
 import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
 import org.mtporacle.reference.kernels.KernelMode;
@@ -33,24 +29,13 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 class MlxMoeGatherTest {
     private static final Path GOLDEN = Path.of(System.getProperty("mtp.repo.root", "..")).resolve("golden");
 
-    private static void onMlx(java.util.function.Consumer<MlxOps> work) {
-        MlxTestSupport.requireMlx();
-        MlxLibrary lib = MlxLibrary.load(MlxDiscovery.fromEnvironment());
-        try (MlxStream stream = MlxStream.open(lib, false)) {
-            lib.thread().run(() -> {
-                try (MlxScope scope = new MlxScope(lib)) {
-                    work.accept(new MlxOps(stream, scope));
-                }
-            });
-        }
-    }
 
     @Test
     void deviceTopKRanksByProbabilityAndBreaksExactTiesTowardsTheLowerIndex() {
         // row 0: experts 1, 3 and 6 tie at the top, 0 and 5 tie below; row 1: all equal
         float[] p = {0.1f, 0.2f, 0.05f, 0.2f, 0.0f, 0.1f, 0.2f, 0.15f,
                      0.125f, 0.125f, 0.125f, 0.125f, 0.125f, 0.125f, 0.125f, 0.125f};
-        onMlx(ops -> {
+        MlxTestSupport.onMlx(ops -> {
             MlxOps.TopK top = ops.topK(ops.fromFloats(p, 2, 8), 5);
             assertThat(top.range()).isEqualTo(8);
             assertThat(ops.toInts(top.indices())).containsExactly(1, 3, 6, 7, 0, 0, 1, 2, 3, 4);
@@ -69,7 +54,7 @@ class MlxMoeGatherTest {
         float[] w = values(rnd, e * out * in); // [E, out, in]
         float[] p = {0.1f, 0.4f, 0.3f, 0.2f, 0.7f, 0.1f, 0.1f, 0.1f, 0.05f, 0.05f, 0.6f, 0.3f};
         int[][] chosen = {{1, 2}, {0, 1}, {2, 3}}; // the ranking of p, ties to the lower index
-        onMlx(ops -> {
+        MlxTestSupport.onMlx(ops -> {
             MlxOps.TopK top = ops.topK(ops.fromFloats(p, n, e), k);
             MlxArray wt = ops.transpose(ops.fromFloats(w, e, out, in), 0, 2, 1);
             float[] y = ops.toFloats(ops.gatherMm(ops.fromFloats(x, n, 1, 1, in), wt, top)); // [n, k, 1, out]
@@ -90,7 +75,7 @@ class MlxMoeGatherTest {
 
     @Test
     void gatherArgumentsAreCheckedBeforeNativeCode() {
-        onMlx(ops -> {
+        MlxTestSupport.onMlx(ops -> {
             MlxOps.TopK top = ops.topK(ops.fromFloats(new float[8], 2, 4), 2);
             MlxArray w = ops.fromFloats(new float[4 * 8 * 3], 4, 8, 3);
             MlxArray x = ops.fromFloats(new float[2 * 8], 2, 1, 1, 8);

@@ -6,15 +6,10 @@ import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.LinearWeight;
 import org.mtporacle.mlx.ffi.MlxC;
 import org.mtporacle.mlx.handle.MlxArray;
-import org.mtporacle.mlx.handle.MlxDiscovery;
-import org.mtporacle.mlx.handle.MlxLibrary;
 import org.mtporacle.mlx.handle.MlxOps;
-import org.mtporacle.mlx.handle.MlxScope;
-import org.mtporacle.mlx.handle.MlxStream;
 
 import java.util.List;
 import java.util.Random;
-import java.util.function.Consumer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -62,7 +57,7 @@ class MlxStackTest {
             w[i] = seeded(11 + i, outs[i] * in);
         }
         float[] x = seeded(5, 2 * in);
-        onMlx(ops -> {
+        MlxTestSupport.onMlx(ops -> {
             try (MlxStack stack = MlxStack.upload(ops, List.of(dense(w[0], outs[0], in), dense(w[1], outs[1], in),
                     dense(w[2], outs[2], in)), MlxC.MLX_FLOAT32, false)) {
                 assertThat(stack.isStacked()).isTrue();
@@ -94,7 +89,7 @@ class MlxStackTest {
         v[1] = Float.intBitsToFloat(0x3F818000);
         v[2] = Float.intBitsToFloat(0x3FFFFFFF);
         v[3] = -0.0f;
-        onMlx(ops -> {
+        MlxTestSupport.onMlx(ops -> {
             float[] host = ops.toFloats(ops.fromFloatsAs(v, MlxC.MLX_BFLOAT16, 64, 64));
             float[] device = ops.toFloats(ops.astype(ops.fromFloats(v, 64, 64), MlxC.MLX_BFLOAT16));
             for (int i = 0; i < v.length; i++) {
@@ -104,15 +99,4 @@ class MlxStackTest {
         });
     }
 
-    private static void onMlx(Consumer<MlxOps> work) {
-        MlxTestSupport.requireMlx();
-        MlxLibrary lib = MlxLibrary.load(MlxDiscovery.fromEnvironment());
-        try (MlxStream stream = MlxStream.open(lib, false)) {
-            lib.thread().run(() -> {
-                try (MlxScope scope = new MlxScope(lib)) {
-                    work.accept(new MlxOps(stream, scope));
-                }
-            });
-        }
-    }
 }

@@ -17,14 +17,29 @@ import java.util.Map;
  * @param contexts   where the hiddens fed to prefill/commit come from (synthetic, or a target and its tap)
  * @param plan       the rest of what identifies the campaign: shard count, chain length, the names asked for
  * @param missingShards shards of the campaign a partial merge did not hold (empty when complete)
+ * @param unfinished the entries, as {@code "K/N: profile @ fixture"}, that had not finished when this report was
+ *                   written: {@code mtp conform} rewrites its report after every entry, so a run stopped early (a CI
+ *                   time limit, a lost machine) leaves what it finished, and says what it did not (empty when complete)
  */
 public record ConformReport(String tool, String created, long seed, int chains, List<String> shards, String contexts,
-                            List<Entry> entries, Plan plan, List<String> missingShards) {
+                            List<Entry> entries, Plan plan, List<String> missingShards, List<String> unfinished) {
     public ConformReport {
         shards = shards == null ? List.of() : List.copyOf(shards);
         entries = entries == null ? List.of() : List.copyOf(entries);
         plan = plan == null ? Plan.unknown(shards) : plan;
         missingShards = missingShards == null ? List.of() : List.copyOf(missingShards);
+        unfinished = unfinished == null ? List.of() : List.copyOf(unfinished);
+    }
+
+    /** A finished report (nothing unfinished). */
+    public ConformReport(String tool, String created, long seed, int chains, List<String> shards, String contexts,
+                         List<Entry> entries, Plan plan, List<String> missingShards) {
+        this(tool, created, seed, chains, shards, contexts, entries, plan, missingShards, List.of());
+    }
+
+    /** Whether a shard is missing or an entry did not finish: the report covers less than its campaign. */
+    public boolean isPartial() {
+        return !missingShards.isEmpty() || !unfinished.isEmpty();
     }
 
     /** A report of one run (no plan recorded: one shard, names unknown). */

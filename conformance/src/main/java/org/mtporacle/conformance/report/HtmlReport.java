@@ -52,6 +52,12 @@ public final class HtmlReport {
                     .append(esc(String.join(", ", r.missingShards()))).append(" of ").append(r.plan().shardCount())
                     .append(" missing; the chains they hold were not run.</p>");
         }
+        if (!r.unfinished().isEmpty()) {
+            h.append("<p class=\"warn\">Incomplete: ").append(r.unfinished().size())
+                    .append(r.unfinished().size() == 1 ? " entry" : " entries")
+                    .append(" had not finished when the run stopped: ")
+                    .append(esc(String.join(", ", r.unfinished()))).append(".</p>");
+        }
         entries(h, r);
         unavailable(h, r);
         failures(h, r, dir);
@@ -253,7 +259,7 @@ public final class HtmlReport {
 
     private static String verdictWord(ConformReport r) {
         return switch (r.verdict()) {
-            case PASSED -> r.missingShards().isEmpty() ? "passed" : "passed (partial)";
+            case PASSED -> r.isPartial() ? "passed (partial)" : "passed";
             case FAILED -> "failed";
             case UNAVAILABLE -> "backend unavailable";
         };
@@ -261,7 +267,7 @@ public final class HtmlReport {
 
     private static String verdictClass(ConformReport r) {
         return switch (r.verdict()) {
-            case PASSED -> r.missingShards().isEmpty() ? "PASSED" : "PARTIAL";
+            case PASSED -> r.isPartial() ? "PARTIAL" : "PASSED";
             case FAILED -> "FAILED";
             case UNAVAILABLE -> "FAILED";
         };

@@ -37,11 +37,23 @@ public final class ReportFiles {
         try {
             Files.createDirectories(dir);
             Path json = dir.resolve("report.json");
-            JSON.writeValue(json.toFile(), r);
-            Files.writeString(dir.resolve("report.html"), HtmlReport.render(r, dir), StandardCharsets.UTF_8);
+            // each file whole or not at all: a run stopped mid-write keeps the report it wrote before
+            replace(json, JSON.writeValueAsBytes(r));
+            replace(dir.resolve("report.html"), HtmlReport.render(r, dir).getBytes(StandardCharsets.UTF_8));
             return json;
         } catch (IOException e) {
             throw new UncheckedIOException("report: cannot write into " + dir, e);
+        }
+    }
+
+    private static void replace(Path file, byte[] bytes) throws IOException {
+        Path tmp = file.resolveSibling(file.getFileName() + ".partial");
+        Files.write(tmp, bytes);
+        try {
+            Files.move(tmp, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING,
+                    java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        } catch (java.nio.file.AtomicMoveNotSupportedException e) {
+            Files.move(tmp, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
         }
     }
 
@@ -100,6 +112,9 @@ public final class ReportFiles {
         for (String s : r.shards()) {
             require(s != null, where, "a shard name is null");
         }
+        for (String u : r.unfinished()) {
+            require(u != null, where, "an unfinished entry is null");
+        }
     }
 
     private static void require(boolean ok, String where, String what) {
@@ -154,6 +169,7 @@ public final class ReportFiles {
         ConformReport.Plan plan = first.report().plan();
         Map<String, ConformReport.Entry> merged = new LinkedHashMap<>();
         Map<String, String> shardSource = new TreeMap<>(ReportFiles::compareShards);
+        List<String> unfinished = new ArrayList<>();
         for (Part part : parts) {
             ConformReport p = part.report();
             String different = differs(first.report(), p);
@@ -172,6 +188,12 @@ public final class ReportFiles {
             for (ConformReport.Entry e : p.entries()) {
                 merged.merge(e.key(), e, ReportFiles::combine);
             }
+            unfinished.addAll(p.unfinished());
+        }
+        if (!unfinished.isEmpty() && !allowPartial) {
+            throw MtpException.invalidArgument("merge: " + unfinished.size() + " entr" + (unfinished.size() == 1
+                    ? "y" : "ies") + " had not finished when their shard's run stopped (" + UntrustedText.clip(
+                    String.join(", ", unfinished)) + "); rerun those shards, or pass --allow-partial");
         }
         List<String> missing = new ArrayList<>();
         for (int k = 1; k <= plan.shardCount(); k++) {
@@ -187,7 +209,7 @@ public final class ReportFiles {
         }
         ConformReport r = first.report();
         return new ConformReport(r.tool(), r.created(), r.seed(), r.chains(), new ArrayList<>(shardSource.keySet()),
-                r.contexts(), new ArrayList<>(merged.values()), plan, missing);
+                r.contexts(), new ArrayList<>(merged.values()), plan, missing, unfinished);
     }
 
     /** What makes {@code b} another campaign than {@code a}, or null. */

@@ -103,6 +103,11 @@ public final class TextReport {
                     r.missingShards().size() == 1 ? "" : "s", l(String.join(", ", r.missingShards())),
                     r.plan().shardCount()));
         }
+        if (!r.unfinished().isEmpty()) {
+            sb.append(String.format(Locale.ROOT, "%nINCOMPLETE: %d entr%s had not finished when the run stopped: %s%n",
+                    r.unfinished().size(), r.unfinished().size() == 1 ? "y" : "ies",
+                    l(String.join(", ", r.unfinished()))));
+        }
         long failed = r.entries().stream().filter(e -> e.status() == ConformReport.Status.FAILED).count();
         long unavailable = r.entries().stream().filter(e -> e.status() == ConformReport.Status.UNAVAILABLE).count();
         String verdict = switch (r.verdict()) {
