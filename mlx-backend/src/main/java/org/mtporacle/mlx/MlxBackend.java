@@ -22,8 +22,8 @@ import java.util.Set;
  * <p>Options: {@code precision=native|f32} (default native: the weights' dtype, bf16 for published companions) and
  * {@code device=auto|cpu|gpu} (default auto: the GPU when the library has Metal or CUDA, else the CPU), and for a MoE
  * layer {@code moe=gather|per-expert} (default gather: top-k on the device and the experts by {@code gather_mm} /
- * {@code gather_qmm}; per-expert when the experts do not share one format, and for quantized experts on CUDA with
- * MLX 0.31, which lacks {@code gather_qmm} there; {@link MlxMoe}). The
+ * {@code gather_qmm}; per-expert when the experts do not share one format, and where MLX 0.31's CUDA backend cannot
+ * run them, {@link MlxMoe#choose}). The
  * environment variable {@code MTP_MLX_DEVICE} sets the default of {@code device} for every profile, so a whole
  * {@code mtp conform} run can be held on one device; {@code MTP_MLX_MOE} likewise sets the default of {@code moe}.
  */

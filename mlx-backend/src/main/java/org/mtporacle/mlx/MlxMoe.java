@@ -60,8 +60,9 @@ final class MlxMoe implements AutoCloseable {
 
     /**
      * The path for {@code w} on this device: {@code requested} (the {@code moe} option; null: {@link #DEFAULT}),
-     * except that experts of different formats cannot be stacked and MLX 0.31's CUDA backend has no
-     * {@code gather_qmm} kernel ({@code NO_GPU(GatherQMM)}), where the default falls back to per expert.
+     * except that experts of different formats cannot be stacked, MLX 0.31's CUDA backend has no {@code gather_qmm}
+     * kernel ({@code NO_GPU(GatherQMM)}) and runs {@code gather_mm} of one row only over widths that are multiples of
+     * 32: there the default falls back to per expert.
      *
      * @throws MtpException INVALID_ARGUMENT or UNAVAILABLE when {@code moe=gather} is asked for where it cannot run
      */
@@ -79,6 +80,18 @@ final class MlxMoe implements AutoCloseable {
             if (requested == Path.GATHER) {
                 throw new MtpException(MtpException.Kind.UNAVAILABLE, "mlx: moe=gather on quantized experts needs "
                         + "gather_qmm, which MLX " + mlxVersion + " does not implement on CUDA (use moe=per-expert)");
+            }
+            return Path.PER_EXPERT;
+        }
+        int h = w.router().inFeatures();
+        int ie = w.expertWidth();
+        if (!quantized && cuda && mlxVersion.startsWith("0.31.") && (h % 32 != 0 || ie % 32 != 0)) {
+            // MLX 0.31's CUDA gather_mm runs one-row products only as a gemv over a width that is a multiple of 32
+            // (else it throws "NYI")
+            if (requested == Path.GATHER) {
+                throw new MtpException(MtpException.Kind.UNAVAILABLE, "mlx: moe=gather on CUDA with MLX " + mlxVersion
+                        + " needs the hidden size (" + h + ") and the expert width (" + ie + ") to be multiples of "
+                        + "32 (use moe=per-expert)");
             }
             return Path.PER_EXPERT;
         }

@@ -1,6 +1,7 @@
 package org.mtporacle.mlx;
 
 import org.junit.jupiter.api.Test;
+import org.mtporacle.api.LinearWeight;
 import org.mtporacle.api.MlpWeights;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
@@ -130,6 +131,27 @@ class MlxMoeGatherTest {
                 .hasMessageContaining("gather_qmm");
         assertThat(MlxMoe.choose(moe, null, false, "0.31.1")).isEqualTo(MlxMoe.DEFAULT);
         assertThat(MlxMoe.choose(moe, MlxMoe.Path.PER_EXPERT, false, "0.31.1")).isEqualTo(MlxMoe.Path.PER_EXPERT);
+        // dense experts on CUDA: gather_mm's one-row kernel needs widths that are multiples of 32 (H 48 is not)
+        MlpWeights.Moe odd = denseMoe(48, 32);
+        assertThat(MlxMoe.choose(odd, null, true, "0.31.1")).isEqualTo(MlxMoe.Path.PER_EXPERT);
+        assertThatThrownBy(() -> MlxMoe.choose(odd, MlxMoe.Path.GATHER, true, "0.31.1"))
+                .isInstanceOfSatisfying(MtpException.class,
+                        e -> assertThat(e.kind()).isEqualTo(MtpException.Kind.UNAVAILABLE))
+                .hasMessageContaining("hidden size (48)");
+        assertThat(MlxMoe.choose(odd, null, false, "0.31.1")).isEqualTo(MlxMoe.Path.GATHER);
+        assertThat(MlxMoe.choose(denseMoe(64, 32), null, true, "0.31.1")).isEqualTo(MlxMoe.Path.GATHER);
+    }
+
+    /** Four dense experts of width {@code ie} on hidden size {@code h}, top-2, with a shared expert. */
+    private static MlpWeights.Moe denseMoe(int h, int ie) {
+        java.util.function.BiFunction<Integer, Integer, LinearWeight> lin = (o, i) -> new LinearWeight.Dense(
+                org.mtporacle.api.HostTensor.ofFloats(new float[o * i], o, i));
+        java.util.List<MlpWeights.Dense> experts = new java.util.ArrayList<>();
+        for (int e = 0; e < 4; e++) {
+            experts.add(new MlpWeights.Dense(lin.apply(ie, h), lin.apply(ie, h), lin.apply(h, ie)));
+        }
+        return new MlpWeights.Moe(lin.apply(4, h), experts, new MlpWeights.Dense(lin.apply(ie, h), lin.apply(ie, h),
+                lin.apply(h, ie)), lin.apply(1, h), 2, true);
     }
 
     private static float[] values(SplittableRandom rnd, int n) {
