@@ -77,8 +77,8 @@ public final class MlxEnvironment {
     /**
      * {@code dlopen(path, RTLD_NOW | RTLD_GLOBAL)} on Linux, before the JDK loads the same file for its symbol lookup;
      * true when it worked. The JDK loads native libraries with {@code RTLD_LOCAL}, and cuDNN 9, which MLX's CUDA
-     * backend links, resolves its own symbols through the global namespace as it starts: inside the JVM its first
-     * use (MLX 0.31's fused attention in bf16 with several queries and a head size of at most 128) called address
+     * backend links, evidently looks up its own symbols through the global namespace as it starts: inside the JVM its
+     * first use (MLX 0.31's fused attention in bf16 with several queries and a head size of at most 128) called address
      * 0 in {@code cudnn::graph::LibraryConfig::init} and killed the process, while the same call from a C program,
      * on its main thread or another, ran (H200, cuDNN 9.14). Loaded globally first, it runs inside the JVM too.
      * Elsewhere (macOS: Metal, no cuDNN) this does nothing and returns false.
