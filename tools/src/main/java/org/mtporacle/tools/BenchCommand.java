@@ -162,6 +162,16 @@ final class BenchCommand implements Callable<Integer> {
         return o;
     }
 
+    /**
+     * A profile's load options with the user's {@code --option}s laid over them: the profile keeps what the user did
+     * not set (so {@code mlx/f32} stays f32 under {@code --option device=cpu}), and the user's value wins otherwise.
+     */
+    static Map<String, String> profileOptions(Map<String, String> profile, Map<String, String> user) {
+        Map<String, String> merged = new java.util.TreeMap<>(profile);
+        merged.putAll(user);
+        return Map.copyOf(merged);
+    }
+
     /** Times draft rounds (depth 1, then commit) at B = 1 on the reference and on the backend; prints the ratio. */
     private String compare(MtpBackend b, String presetName, ProgressLine progress) {
         FixtureRecipe recipe = new FixtureRecipe("bench-" + presetName, presetName, 11, FixtureModels.Layout.HF,
@@ -181,7 +191,7 @@ final class BenchCommand implements Callable<Integer> {
         });
         for (int i = 0; i < labels.size(); i++) {
             MtpBackend side = i == 0 ? new ReferenceBackend() : b;
-            Map<String, String> opts = i == 0 || backend.options.isEmpty() ? options.get(i) : backend.options;
+            Map<String, String> opts = i == 0 ? options.get(i) : profileOptions(options.get(i), backend.options);
             try (DraftModel dm = side.load(model, opts)) {
                 double ms = medianRoundMillis(dm, model);
                 if (i == 0) {
