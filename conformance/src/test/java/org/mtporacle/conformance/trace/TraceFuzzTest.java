@@ -15,7 +15,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
-import java.util.stream.Stream;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -86,15 +85,7 @@ class TraceFuzzTest {
 
     @Test
     void theCorpusHasSeedsAndIsSmall() throws IOException {
-        try (Stream<Path> s = Files.list(inputs())) {
-            List<Path> files = s.toList();
-            assertThat(files).anyMatch(p -> p.getFileName().toString().startsWith("seed-"));
-            long total = 0;
-            for (Path f : files) {
-                total += Files.size(f);
-            }
-            assertThat(total).isLessThan(1L << 20);
-        }
+        FuzzProperty.assertSeededAndSmall(inputs());
     }
 
     /** {@code -Dfuzz.regenerateSeeds=true} rewrites the {@code seed-*} traces (crash inputs are kept). */

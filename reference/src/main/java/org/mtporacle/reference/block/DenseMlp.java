@@ -18,18 +18,26 @@ final class DenseMlp implements Mlp {
     @Override
     public float[] forward(float[] n, RowKv[] kvs, int s, ForwardTrace trace, RouterHook hook) {
         int rows = kvs.length * s;
-        int inter = w.width();
-        float[] gate = new float[rows * inter];
-        float[] up = new float[rows * inter];
-        k.matmul(gate, 0, w.gateProj(), n, 0, rows);
-        k.matmul(up, 0, w.upProj(), n, 0, rows);
-        k.silu(gate, 0, gate, 0, up, 0, gate.length);
-        float[] mlp = new float[rows * hSize];
-        k.matmul(mlp, 0, w.downProj(), gate, 0, rows);
+        float[] gate = new float[rows * w.width()];
+        float[] mlp = swiglu(k, w, n, rows, hSize, gate);
         if (trace != null) {
             trace.put("mlp_act", gate);
             trace.put("mlp_out", mlp);
         }
         return mlp;
+    }
+
+    /**
+     * {@code y [rows, hSize] = (silu(x·W_gateᵀ) ⊙ (x·W_upᵀ)) · W_downᵀ}, leaving the activation in {@code act
+     * [rows, width]}: the dense MLP, and each expert of an MoE layer (spec §12.3), with one arithmetic.
+     */
+    static float[] swiglu(Kernels k, MlpWeights.Dense d, float[] x, int rows, int hSize, float[] act) {
+        float[] up = new float[rows * d.width()];
+        k.matmul(act, 0, d.gateProj(), x, 0, rows);
+        k.matmul(up, 0, d.upProj(), x, 0, rows);
+        k.silu(act, 0, act, 0, up, 0, act.length);
+        float[] y = new float[rows * hSize];
+        k.matmul(y, 0, d.downProj(), act, 0, rows);
+        return y;
     }
 }

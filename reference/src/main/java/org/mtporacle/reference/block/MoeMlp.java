@@ -73,7 +73,7 @@ final class MoeMlp implements Mlp {
         // 7–8. shared expert, gated by one sigmoid per row; moe = routed + gate · shared
         MlpWeights.Dense sh = w.sharedExpert();
         float[] sharedAct = new float[rows * sh.width()];
-        float[] shared = swiglu(sh, n, rows, sharedAct);
+        float[] shared = DenseMlp.swiglu(k, sh, n, rows, hSize, sharedAct);
         float[] gateLogit = new float[rows];
         k.matmul(gateLogit, 0, w.sharedExpertGate(), n, 0, rows);
         float[] gate = new float[rows];
@@ -143,7 +143,7 @@ final class MoeMlp implements Mlp {
                 System.arraycopy(n, (slots[i] / topK) * hSize, x, i * hSize, hSize);
             }
             MlpWeights.Dense ex = w.experts().get(e);
-            float[] y = swiglu(ex, x, m, new float[m * ex.width()]);
+            float[] y = DenseMlp.swiglu(k, ex, x, m, hSize, new float[m * ex.width()]);
             for (int i = 0; i < m; i++) {
                 System.arraycopy(y, i * hSize, out, slots[i] * hSize, hSize);
             }
@@ -151,13 +151,4 @@ final class MoeMlp implements Mlp {
     }
 
     /** {@code (silu(x·W_gateᵀ) ⊙ (x·W_upᵀ)) · W_downᵀ}; {@code act [rows, I]} receives the down projection's input. */
-    private float[] swiglu(MlpWeights.Dense d, float[] x, int rows, float[] act) {
-        float[] up = new float[rows * d.width()];
-        k.matmul(act, 0, d.gateProj(), x, 0, rows);
-        k.matmul(up, 0, d.upProj(), x, 0, rows);
-        k.silu(act, 0, act, 0, up, 0, act.length);
-        float[] y = new float[rows * hSize];
-        k.matmul(y, 0, d.downProj(), act, 0, rows);
-        return y;
-    }
 }

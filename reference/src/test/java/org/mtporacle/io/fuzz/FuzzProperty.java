@@ -81,4 +81,18 @@ public final class FuzzProperty {
         return Math.max(Math.multiplyHigh(inputBytes, ALLOCATION_FACTOR) != 0 ? Long.MAX_VALUE
                 : inputBytes * ALLOCATION_FACTOR, ALLOCATION_SLACK);
     }
+
+    /** A committed corpus folder holds at least one {@code seed-*} input and stays under 1 MiB in all. */
+    public static void assertSeededAndSmall(java.nio.file.Path folder) throws java.io.IOException {
+        try (java.util.stream.Stream<java.nio.file.Path> s = java.nio.file.Files.list(folder)) {
+            java.util.List<java.nio.file.Path> files = s.toList();
+            org.assertj.core.api.Assertions.assertThat(files)
+                    .anyMatch(p -> p.getFileName().toString().startsWith("seed-"));
+            long total = 0;
+            for (java.nio.file.Path f : files) {
+                total += java.nio.file.Files.size(f);
+            }
+            org.assertj.core.api.Assertions.assertThat(total).as("bytes in %s", folder).isLessThan(1L << 20);
+        }
+    }
 }
