@@ -52,6 +52,10 @@ final class MatVec {
         if (f instanceof WeightFormat.Bf16 b) {
             float[] four = new float[4];
             int quarter = (oTo - oFrom) / 4;
+            if (n == in) {
+                b.quarters(out, outOff, xp, oFrom, quarter);
+                o = oFrom + quarter;
+            }
             for (; o < oFrom + quarter; o++) {
                 b.dot4(o, quarter, xp, 0, four);
                 for (int k = 0; k < 4; k++) {

@@ -174,6 +174,37 @@ sealed interface WeightFormat permits WeightFormat.F32, WeightFormat.F16, Weight
             res[3] = LaneSum.sum(a3);
         }
 
+        /**
+         * {@code out[outOff + o + k·quarter] = LaneSum(dot) + 0f} for {@code o ∈ [from, from + quarter)}, {@code k < 4},
+         * when the row has no scalar tail ({@code vectorEnd() == in}): {@link #dot4} row by row with the results
+         * stored directly ({@code + 0f} is {@link MatVec}'s empty tail, so the same bits as {@link MatVec#finish}).
+         */
+        void quarters(float[] out, int outOff, float[] xp, int from, int quarter) {
+            long rowBytes = 2L * in;
+            long s = quarter * rowBytes;
+            for (int o = from, end = from + quarter; o < end; o++) {
+                FloatVector a0 = FloatVector.zero(F);
+                FloatVector a1 = a0;
+                FloatVector a2 = a0;
+                FloatVector a3 = a0;
+                long b0 = o * rowBytes;
+                long b1 = b0 + s;
+                long b2 = b1 + s;
+                long b3 = b2 + s;
+                for (int i = 0; i < in; i += L) {
+                    FloatVector x = FloatVector.fromArray(F, xp, i);
+                    a0 = load(data, b0 + 2L * i).fma(x, a0);
+                    a1 = load(data, b1 + 2L * i).fma(x, a1);
+                    a2 = load(data, b2 + 2L * i).fma(x, a2);
+                    a3 = load(data, b3 + 2L * i).fma(x, a3);
+                }
+                out[outOff + o] = LaneSum.sum(a0) + 0f;
+                out[outOff + o + quarter] = LaneSum.sum(a1) + 0f;
+                out[outOff + o + 2 * quarter] = LaneSum.sum(a2) + 0f;
+                out[outOff + o + 3 * quarter] = LaneSum.sum(a3) + 0f;
+            }
+        }
+
         public void decode(float[] dst, int dstOff, int row) {
             long base = (long) row * in * 2;
             for (int i = 0, n = vectorEnd(); i < n; i += L) {
