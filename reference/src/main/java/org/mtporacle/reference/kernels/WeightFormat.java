@@ -205,6 +205,63 @@ sealed interface WeightFormat permits WeightFormat.F32, WeightFormat.F16, Weight
             }
         }
 
+        /**
+         * {@link #quarters} with the four streams half a row out of step, for rows of a multiple of four chunks
+         * ({@code in % 4L == 0}): each stream is read in blocks of a quarter row, streams 1 and 3 two blocks behind
+         * streams 0 and 2. Each row still takes its chunks in order into its own accumulator from zero, so the
+         * results are {@link #quarters}'s bits; only the order in which the four streams are read changes (see
+         * {@link MatVec} for why). One loop serves every block: in the first two, streams 1 and 3 are not yet due,
+         * and in the last two, streams 0 and 2 are done; those run over a block they read anyway and their sums are
+         * dropped.
+         */
+        void staggered(float[] out, int outOff, float[] xp, int from, int quarter) {
+            int per = in / L; // chunks per row
+            int blk = per / 4; // chunks per block
+            long s = quarter * 2L * in;
+            long gap = 2 * s;
+            long base = from * 2L * in;
+            long last = (long) quarter * per - blk; // the first chunk of a stream's last block
+            FloatVector zero = FloatVector.zero(F);
+            FloatVector a0 = zero;
+            FloatVector a1 = zero;
+            FloatVector a2 = zero;
+            FloatVector a3 = zero;
+            for (int b = 0, blocks = 4 * quarter + 2; b < blocks; b++) {
+                long ga = (long) b * blk; // chunk of streams 0, 2 (past last: done)
+                long gb = ga - 2L * blk; // chunk of streams 1, 3 (negative: not begun)
+                long ca = Math.min(ga, last);
+                long cb = Math.max(gb, 0);
+                long ra = base + 2L * L * ca;
+                long rb = base + s + 2L * L * cb;
+                int xa = (int) (ca % per) * L;
+                int xb = (int) (cb % per) * L;
+                for (int i = 0, n = blk * L; i < n; i += L) {
+                    FloatVector va = FloatVector.fromArray(F, xp, xa + i);
+                    FloatVector vb = FloatVector.fromArray(F, xp, xb + i);
+                    a0 = load(data, ra + 2L * i).fma(va, a0);
+                    a1 = load(data, rb + 2L * i).fma(vb, a1);
+                    a2 = load(data, ra + gap + 2L * i).fma(va, a2);
+                    a3 = load(data, rb + gap + 2L * i).fma(vb, a3);
+                }
+                if (ga <= last && (ga + blk) % per == 0) { // streams 0 and 2 finished a row
+                    int o = outOff + from + (int) (ga / per);
+                    out[o] = LaneSum.sum(a0) + 0f;
+                    out[o + 2 * quarter] = LaneSum.sum(a2) + 0f;
+                    a0 = zero;
+                    a2 = zero;
+                }
+                if (gb < 0 || (gb + blk) % per == 0) {
+                    if (gb >= 0) { // streams 1 and 3 finished a row
+                        int o = outOff + from + quarter + (int) (gb / per);
+                        out[o] = LaneSum.sum(a1) + 0f;
+                        out[o + 2 * quarter] = LaneSum.sum(a3) + 0f;
+                    }
+                    a1 = zero;
+                    a3 = zero;
+                }
+            }
+        }
+
         public void decode(float[] dst, int dstOff, int row) {
             long base = (long) row * in * 2;
             for (int i = 0, n = vectorEnd(); i < n; i += L) {
