@@ -365,9 +365,11 @@ def _check_sampler(r, s):
 class Model:
     """A loaded model: config, weights and the identity checkpoints carry."""
 
-    def __init__(self, path, identity=None):
+    def __init__(self, path, identity=None, router="float32"):
+        """`router`: the MoE router's precision (spec §12.3 says float32; float64 for comparing with a float64
+        reference)."""
         self.cfg, self.weights = load_model(path)
-        self.block = Block(self.cfg, self.weights)
+        self.block = Block(self.cfg, self.weights, router)
         self.vocab = self.weights.embed.shape[0]
         self.identity = identity if identity is not None else _own_identity(path)
 
