@@ -543,7 +543,5 @@ def check_moe(cfg, m):
     if not 1 <= cfg.top_k <= e:
         raise E.incompatible_model("load: config num_experts_per_tok = %d outside [1, %d], the expert count "
                                    "(spec §12.1)" % (cfg.top_k, e))
-    return [("layers.0.mlp.gate", m.router), ("layers.0.mlp.shared_expert.gate_proj", m.shared_gate),
-            ("layers.0.mlp.shared_expert.up_proj", m.shared_up), ("layers.0.mlp.shared_expert.down_proj", m.shared_down),
-            ("layers.0.mlp.shared_expert_gate", m.shared_gate_w), ("experts gate_proj", m.gate),
-            ("experts up_proj", m.up), ("experts down_proj", m.down)]
+    return [(p, getattr(m, _MOE_FIELD[p])) for p in MOE_LINEARS] + [
+        ("experts gate_proj", m.gate), ("experts up_proj", m.up), ("experts down_proj", m.down)]
