@@ -53,6 +53,7 @@ class NumpyEngine(mtp_wire.Engine):
                 "layouts": ["hf", "companion"],
                 "maxRows": 64,
                 "maxDepth": MAX_DEPTH,
+                "routerChoices": True,
             },
         }
 
@@ -104,6 +105,9 @@ class WireRows(mtp_wire.DraftRows):
 
     def close(self):
         self.r.close()
+
+    def router_choices(self):
+        return self.r.choices
 
 
 def main(argv):

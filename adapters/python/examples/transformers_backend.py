@@ -295,14 +295,28 @@ class TorchRowCache:
 
 
 class TorchBlock:
-    """forward(cache, ids, hin) and log_probs(y) as numpy_backend.Rows calls them, computed by transformers."""
+    """forward(cache, ids, hin) and log_probs(y) as numpy_backend.Rows calls them, computed by transformers. For a
+    MoE layer, `last_experts` holds the last forward's (KV position, chosen experts), read off the router's output
+    (its integer top-k indices, in torch.topk's descending order) by a forward hook; a router that returns no
+    indices leaves it empty, and the kit then compares this backend on its outputs only."""
 
     def __init__(self, layers):
         self.L = layers
+        self.last_experts = []
+        self._indices = []
+        gate = getattr(getattr(layers.block.layers[0], "mlp", None), "gate", None)
+        if gate is not None and hasattr(layers.block.layers[0].mlp, "shared_expert_gate"):
+            gate.register_forward_hook(self._keep_indices)
+
+    def _keep_indices(self, module, args, out):
+        ints = [o for o in (out if isinstance(out, tuple) else (out,)) if not o.is_floating_point()]
+        if ints:
+            self._indices.append(ints[0].detach().to("cpu").numpy())
 
     def forward(self, cache, ids, hin):
         L, t = self.L, self.L.torch
         s, past = len(ids), cache.length
+        self.last_experts, self._indices = [], []
         with t.no_grad():
             pos = t.arange(past, past + s, device=L.device)
             embeds = L.embed[t.as_tensor(np.asarray(ids), dtype=t.long, device=L.device)][None]
@@ -319,6 +333,10 @@ class TorchBlock:
             if isinstance(out, tuple):
                 out = out[0]
             y = b.norm(out)
+        if self._indices:
+            idx = self._indices[-1].reshape(s, -1)
+            self.last_experts = [(past + i, [int(e) for e in idx[i]]) for i in range(s)]
+            self._indices = []
         return y[0].to(t.float64).cpu().numpy()
 
     def log_probs(self, y):
@@ -373,7 +391,8 @@ class TransformersEngine(mtp_wire.Engine):
              "capabilities": {"seededSampling": True, "tapDtypes": ["F32", "F16", "BF16"],
                               "weightDtypes": ["F32", "F16", "BF16"],
                               "quantization": [{"bits": b, "groupSizes": [32, 64, 128]} for b in (2, 3, 4, 5, 6, 8)],
-                              "layouts": ["hf", "companion"], "maxRows": 64, "maxDepth": nb.MAX_DEPTH}}
+                              "layouts": ["hf", "companion"], "maxRows": 64, "maxDepth": nb.MAX_DEPTH,
+                              "routerChoices": True}}
         if self.unavailable:
             r["unavailable"] = self.unavailable
         return r
@@ -395,7 +414,7 @@ class TransformersEngine(mtp_wire.Engine):
 def self_check(device, dtype_name):
     """The external float64 transformers references (reference/src/test/data/qwen35-mtp-transformers, dense, and
     qwen35-moe-mtp-transformers, MoE) through this backend: prefill, a greedy round of depth 4, a commit of 1 and the
-    next round's first step; for the MoE set also the prefill's chosen experts, read off the router's output."""
+    next round's first step; for the MoE set also the prefill's chosen experts as the wire reports them."""
     data = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "reference", "src", "test",
                         "data")
     greedy = mtp_wire.RowSampler(0.0, 0, 1.0, 0)
@@ -405,13 +424,6 @@ def self_check(device, dtype_name):
             d = os.path.join(data, ref, variant)
             ex = {k: v[2] for k, v in nb.read_safetensors(os.path.join(d, "inputs-and-expected.safetensors")).items()}
             model = TorchModel(d, "self-check", device, dtype_name)
-            chosen = []
-            if model.weights.moe is not None:
-                def keep_indices(module, args, out):
-                    ints = [o for o in (out if isinstance(out, tuple) else (out,)) if not o.is_floating_point()]
-                    if ints:
-                        chosen.append(ints[0].detach().cpu().numpy())
-                model.layers.block.layers[0].mlp.gate.register_forward_hook(keep_indices)
             g = model.open_rows([None])
             f32 = mtp_wire.Tensor.from_numpy
             g.prefill(f32(ex["prompt_tokens"][None].astype(np.int32)),
@@ -420,8 +432,8 @@ def self_check(device, dtype_name):
                       ("prefill V", g.rows[0].kv.values(), ex["prefill_kv_v"])]
             experts = "no router"
             if model.weights.moe is not None:
-                if chosen:
-                    got = [sorted(r) for r in chosen[0].reshape(-1, model.cfg.top_k).tolist()]
+                if g.choices:   # what the wire reports: (row, position, experts) per forward row
+                    got = [sorted(e) for _, _, e in g.choices]
                     want = [sorted(r) for r in ex["trace_topk_indices"].tolist()]
                     ok &= got == want
                     experts = "prefill experts %s" % ("equal" if got == want else "DIFFER: %s vs %s" % (got, want))

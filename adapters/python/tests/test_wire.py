@@ -40,6 +40,30 @@ class WireTest(unittest.TestCase):
         self.assertTrue(r["capabilities"]["seededSampling"])
         self.assertEqual(self.c.ok("ping")[0], {})
 
+    def test_moe_replies_list_the_chosen_experts_and_dense_ones_none(self):
+        """WIRE.md §5 `experts`: [row, KV position, experts in slot order] per MoE forward row of the call."""
+        r, _ = self.c.ok("hello", hello_args())
+        self.assertTrue(r["capabilities"]["routerChoices"])
+        d, ex = external("bfloat16", EXTERNAL_MOE)
+        m = self.c.ok("load", {"directory": d, "layout": "hf", "identity": "moe", "options": {}, "config": {}})[0]
+        g = self.c.ok("openRows", {"model": m["model"], "checkpoints": [None]})[0]["group"]
+        res, _ = self.c.ok("prefill", {"group": g, "tokens": {"tensor": 0}, "context": {"tensor": 1}},
+                           [i32(ex["prompt_tokens"][None]), f32(ex["target_hidden"][None])])
+        self.assertEqual(res["experts"], [[0, p] + [int(e) for e in ex["trace_topk_indices"][p]] for p in range(8)])
+        greedy = [{"temperature": 0, "topK": 0, "topP": 1, "seed": "0"}]
+        res, _ = self.c.ok("draft", {"group": g, "pending": [int(ex["pending_token"][0])], "depth": 2, "steps": [0],
+                                     "sampling": greedy})
+        self.assertEqual(res["experts"], [[0, 8 + t] + [int(e) for e in ex["draft_step%d_topk_indices" % t]]
+                                          for t in range(2)])
+        res, _ = self.c.ok("commit", {"group": g, "accepted": [1], "context": {"tensor": 0}},
+                           [f32(np.zeros((1, 3, 64)))])
+        self.assertNotIn("experts", res)   # accepted < depth: commit runs no forward
+        dense = self.load()
+        g = self.c.ok("openRows", {"model": dense, "checkpoints": [None]})[0]["group"]
+        res, _ = self.c.ok("prefill", {"group": g, "tokens": {"tensor": 0}, "context": {"tensor": 1}},
+                           [i32(np.array([[1, 2, 3]])), f32(np.zeros((1, 3, 256)))])
+        self.assertEqual(res, {})
+
     def test_protocol_mismatch_is_unavailable(self):
         h, _ = self.c.call("hello", {"protocols": ["mtp-oracle-wire/2"], "runner": "tests"})
         self.assertFalse(h["ok"])

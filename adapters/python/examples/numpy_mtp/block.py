@@ -58,6 +58,7 @@ class Block:
         self.moe = MoeMlp(cfg, weights.moe, router) if weights.moe is not None else None
         # when a list: every MoE forward row appends (KV position, its §12.5 intermediates, mlp_in and h2)
         self.moe_trace = None
+        self.last_experts = []   # the last forward's (KV position, chosen experts in slot order), MoE only
 
     def rope(self, x, positions):
         """§1.5 step 5: rotate_half pairs (f, f + R/2) of the first R dims; x [heads, S, D]."""
@@ -117,8 +118,10 @@ class Block:
             m = (gp * sigmoid(gp) * (n @ w["layers.0.mlp.up_proj"].T)) @ w["layers.0.mlp.down_proj"].T
         else:
             m = np.empty_like(n)
+            self.last_experts = []
             for i in range(s):
                 m[i], trace = self.moe.forward_row(n[i])
+                self.last_experts.append((start + i, [int(e) for e in trace["topk_indices"]]))
                 if self.moe_trace is not None:
                     trace.update(mlp_in=n[i], h2=h1[i] + m[i])
                     self.moe_trace.append((start + i, trace))
