@@ -22,6 +22,7 @@ from mtp_wire import errors as E  # noqa: E402
 from numpy_mtp.block import Block, RowCache, rms_norm, sigmoid  # noqa: E402,F401
 from numpy_mtp.modelfiles import (EMBED_NAMES, HEAD_NAMES, LINEARS, NORMS, Config, Quant, Weights,  # noqa: E402,F401
                                   dequantize, load_model, read_json, read_safetensors)
+from numpy_mtp.moe import MoeMlp, softmax_f32, top_k  # noqa: E402,F401
 from numpy_mtp.rows import MAX_DEPTH, MIN_TEMPERATURE, SCHEMA, Model, Row, Rows  # noqa: E402,F401
 from numpy_mtp.sampling import (_ONE_BELOW, gumbel, inverse_cdf, key_of, mlx_exp, random_bits,  # noqa: E402,F401
                                 sample_row, step_key, threefry2x32, uniform)
@@ -52,6 +53,7 @@ class NumpyEngine(mtp_wire.Engine):
                 "layouts": ["hf", "companion"],
                 "maxRows": 64,
                 "maxDepth": MAX_DEPTH,
+                "routerChoices": True,
             },
         }
 
@@ -103,6 +105,9 @@ class WireRows(mtp_wire.DraftRows):
 
     def close(self):
         self.r.close()
+
+    def router_choices(self):
+        return self.r.choices
 
 
 def main(argv):

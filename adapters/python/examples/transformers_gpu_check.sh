@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs transformers_backend.py through the kit on the machine that has torch and transformers (and a GPU):
-# the self-check against the external float64 reference, then `mtp tck` and `mtp conform` on tiny, tiny-q4 and
-# small, for each device and dtype. Run from the repository root:
+# the self-check against the external float64 references (dense and MoE), then `mtp tck`, `mtp conform` on tiny,
+# tiny-q4 and small, and `mtp conform` on the MoE fixtures tiny-moe, tiny-moe-q4, small-moe and small-moe-q4
+# (transformers' Qwen3_5MoeDecoderLayer), for each device and dtype. Run from the repository root:
 #
 #   MTP='java -jar mtp.jar' adapters/python/examples/transformers_gpu_check.sh [OUT_DIR]
 #
@@ -33,6 +34,9 @@ for dev in $DEVICES; do
     step "tck-$dev-$dt" $MTP tck --backend "exec:$ENGINE --device $dev --dtype $dt" --report "$OUT/tck-$dev-$dt"
     step "conform-$dev-$dt" $MTP conform --backend "exec:$ENGINE --device $dev --dtype $dt" --fixture tiny \
       --fixture tiny-q4 --fixture small --chains "$CHAINS" --quiet --report "$OUT/conform-$dev-$dt"
+    step "conform-moe-$dev-$dt" $MTP conform --backend "exec:$ENGINE --device $dev --dtype $dt" \
+      --fixture tiny-moe --fixture tiny-moe-q4 --fixture small-moe --fixture small-moe-q4 --chains "$CHAINS" \
+      --quiet --report "$OUT/conform-moe-$dev-$dt"
   done
 done
 echo "== summary (exit status, step)"

@@ -148,6 +148,13 @@ class DraftRows:
     def close(self):
         raise NotImplementedError
 
+    def router_choices(self):
+        """Optional (a MoE engine whose hello claims `routerChoices`, WIRE.md §4-5, spec §12.5): the experts its router
+        chose in the last successful prefill, draft or commit, one `(row, position, [expert, …])` per MoE forward row
+        (position: the KV position the row wrote; experts in slot order, descending probability). None (the
+        default) or an empty list sends nothing."""
+        return None
+
 
 # ----------------------------------------------------------------------------------------------------------------
 # framing
@@ -341,6 +348,13 @@ class Server:
                 self.poisoned[g] = "a failed %s: %s" % (op, type(e).__name__)
             raise E.MtpError(E.BACKEND_FAILURE, "%s: %s: %s" % (op, type(e).__name__, e), poisoned=g is not None)
 
+    def _experts(self, op, g, rows, result):
+        """Adds the handler's router choices of the call just made as `experts` (WIRE.md §5)."""
+        choices = self._guard(op, g, rows.router_choices)
+        if choices:
+            result["experts"] = [[int(r), int(p)] + [int(e) for e in experts] for r, p, experts in choices]
+        return result
+
     def dispatch(self, op, a):
         if op == "hello":
             offered = a.get("protocols") or []
@@ -385,15 +399,17 @@ class Server:
                 self._guard(op, g, lambda: rows.filter_rows(a.get("keep")))
             elif op == "prefill":
                 self._guard(op, g, lambda: rows.prefill(a.get("tokens"), a.get("context")))
+                return self._experts(op, g, rows, {}), ()
             elif op == "draft":
                 sampling = a.get("sampling")
                 if isinstance(sampling, list):
                     sampling = [_sampler_in(s) for s in sampling]
                 proposals = self._guard(op, g, lambda: rows.draft(a.get("pending"), a.get("depth"), a.get("steps"),
                                                                   sampling))
-                return {"proposals": [[int(t) for t in p] for p in proposals]}, ()
+                return self._experts(op, g, rows, {"proposals": [[int(t) for t in p] for p in proposals]}), ()
             elif op == "commit":
                 self._guard(op, g, lambda: rows.commit(a.get("accepted"), a.get("context")))
+                return self._experts(op, g, rows, {}), ()
             elif op == "capture":
                 cp = self._guard(op, g, lambda: rows.capture(a.get("row")))
                 tensors = []

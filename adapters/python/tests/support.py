@@ -12,6 +12,7 @@ ADAPTER = os.path.dirname(HERE)
 REPO = os.path.dirname(os.path.dirname(ADAPTER))
 EXAMPLES = os.path.join(ADAPTER, "examples")
 EXTERNAL = os.path.join(REPO, "reference", "src", "test", "data", "qwen35-mtp-transformers")
+EXTERNAL_MOE = os.path.join(REPO, "reference", "src", "test", "data", "qwen35-moe-mtp-transformers")
 
 for p in (ADAPTER, EXAMPLES):
     if p not in sys.path:
@@ -24,9 +25,10 @@ from mtp_wire.server import read_frame, write_frame  # noqa: E402
 GREEDY = RowSampler(0.0, 0, 1.0, 0)
 
 
-def external(variant):
-    """(model directory, expected tensors as numpy) of the external float64 transformers reference."""
-    d = os.path.join(EXTERNAL, variant)
+def external(variant, root=EXTERNAL):
+    """(model directory, expected tensors as numpy) of the external float64 transformers reference (dense, or the
+    MoE one with root=EXTERNAL_MOE)."""
+    d = os.path.join(root, variant)
     ex = {k: v[2] for k, v in nb.read_safetensors(os.path.join(d, "inputs-and-expected.safetensors")).items()}
     return d, ex
 

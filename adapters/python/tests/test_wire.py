@@ -8,9 +8,10 @@ import unittest
 
 import numpy as np
 
-from mtp_wire import Tensor
+from mtp_wire import MtpError, Tensor
 from mtp_wire.server import read_frame, write_frame
-from tests.support import ADAPTER, EXAMPLES, EXTERNAL, GREEDY, WireClient, external, f32, hello_args, i32, nb
+from tests.support import (ADAPTER, EXAMPLES, EXTERNAL, EXTERNAL_MOE, GREEDY, WireClient, external, f32, hello_args,
+                           i32, nb)
 
 ENGINE = [sys.executable, os.path.join(EXAMPLES, "numpy_backend.py")]
 
@@ -38,6 +39,30 @@ class WireTest(unittest.TestCase):
                                                          "hiddenNmse": 0})
         self.assertTrue(r["capabilities"]["seededSampling"])
         self.assertEqual(self.c.ok("ping")[0], {})
+
+    def test_moe_replies_list_the_chosen_experts_and_dense_ones_none(self):
+        """WIRE.md §5 `experts`: [row, KV position, experts in slot order] per MoE forward row of the call."""
+        r, _ = self.c.ok("hello", hello_args())
+        self.assertTrue(r["capabilities"]["routerChoices"])
+        d, ex = external("bfloat16", EXTERNAL_MOE)
+        m = self.c.ok("load", {"directory": d, "layout": "hf", "identity": "moe", "options": {}, "config": {}})[0]
+        g = self.c.ok("openRows", {"model": m["model"], "checkpoints": [None]})[0]["group"]
+        res, _ = self.c.ok("prefill", {"group": g, "tokens": {"tensor": 0}, "context": {"tensor": 1}},
+                           [i32(ex["prompt_tokens"][None]), f32(ex["target_hidden"][None])])
+        self.assertEqual(res["experts"], [[0, p] + [int(e) for e in ex["trace_topk_indices"][p]] for p in range(8)])
+        greedy = [{"temperature": 0, "topK": 0, "topP": 1, "seed": "0"}]
+        res, _ = self.c.ok("draft", {"group": g, "pending": [int(ex["pending_token"][0])], "depth": 2, "steps": [0],
+                                     "sampling": greedy})
+        self.assertEqual(res["experts"], [[0, 8 + t] + [int(e) for e in ex["draft_step%d_topk_indices" % t]]
+                                          for t in range(2)])
+        res, _ = self.c.ok("commit", {"group": g, "accepted": [1], "context": {"tensor": 0}},
+                           [f32(np.zeros((1, 3, 64)))])
+        self.assertNotIn("experts", res)   # accepted < depth: commit runs no forward
+        dense = self.load()
+        g = self.c.ok("openRows", {"model": dense, "checkpoints": [None]})[0]["group"]
+        res, _ = self.c.ok("prefill", {"group": g, "tokens": {"tensor": 0}, "context": {"tensor": 1}},
+                           [i32(np.array([[1, 2, 3]])), f32(np.zeros((1, 3, 256)))])
+        self.assertEqual(res, {})
 
     def test_protocol_mismatch_is_unavailable(self):
         h, _ = self.c.call("hello", {"protocols": ["mtp-oracle-wire/2"], "runner": "tests"})
@@ -145,8 +170,39 @@ class TransformersImportSafetyTest(unittest.TestCase):
             self.assertIn("torch is not installed", r["unavailable"])
             h, _ = c.call("load", {"directory": "/x", "layout": "hf", "identity": "i", "options": {}})
             self.assertEqual(h["error"]["kind"], "UNAVAILABLE")
+            moe = os.path.join(EXTERNAL_MOE, "bfloat16")
+            h, _ = c.call("load", {"directory": moe, "layout": "hf", "identity": "i", "options": {}})
+            self.assertEqual(h["error"]["kind"], "UNAVAILABLE")
+            self.assertIn("torch is not installed", h["error"]["message"])
         finally:
             c.close()
+
+    @unittest.skipUnless(os.path.isdir(EXTERNAL_MOE), "external MoE reference data not found")
+    def test_moe_weights_map_onto_transformers_fused_and_per_expert_names(self):
+        """TorchLayers._moe_state, torch replaced by numpy: transformers' fused gate_up_proj holds each expert's
+        gate rows then its up rows (the stored checkpoint's own tensor comes back), or per-expert modules."""
+        import transformers_backend as tb
+
+        class FakeTorch:
+            @staticmethod
+            def from_numpy(a):
+                return a
+        _, w = nb.load_model(os.path.join(EXTERNAL_MOE, "float32"))
+        stored = nb.read_safetensors(os.path.join(EXTERNAL_MOE, "float32", "model.safetensors"))
+        mlp = "layers.0.mlp."
+        fused = tb.TorchLayers._moe_state(FakeTorch, w.moe, {mlp + "experts.gate_up_proj", mlp + "experts.down_proj"})
+        np.testing.assert_array_equal(fused[mlp + "experts.gate_up_proj"],
+                                      stored["mtp." + mlp + "experts.gate_up_proj"][2])
+        np.testing.assert_array_equal(fused[mlp + "experts.down_proj"], stored["mtp." + mlp + "experts.down_proj"][2])
+        for n in ("gate.weight", "shared_expert.gate_proj.weight", "shared_expert.up_proj.weight",
+                  "shared_expert.down_proj.weight", "shared_expert_gate.weight"):
+            np.testing.assert_array_equal(fused[mlp + n], stored["mtp." + mlp + n][2], n)
+        per = tb.TorchLayers._moe_state(FakeTorch, w.moe, {mlp + "experts.0.gate_proj.weight"})
+        self.assertEqual(len([k for k in per if ".experts." in k]), 3 * 8)
+        np.testing.assert_array_equal(per[mlp + "experts.7.up_proj.weight"],
+                                      stored["mtp." + mlp + "experts.gate_up_proj"][2][7, 32:])
+        with self.assertRaises(MtpError):
+            tb.TorchLayers._moe_state(FakeTorch, w.moe, {mlp + "experts.weight"})
 
 
 class SdkTest(unittest.TestCase):

@@ -1,6 +1,9 @@
-"""The MTP block (spec §1.4, §1.5, §1.6, §1.7) in float64, one row at a time over that row's own unpadded KV."""
+"""The MTP block (spec §1.4, §1.5, §1.6, §1.7, and §12 for a MoE layer) in float64, one row at a time over that
+row's own unpadded KV."""
 
 import numpy as np
+
+from .moe import MoeMlp
 
 def rms_norm(x, w, eps):
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
@@ -45,13 +48,17 @@ class RowCache:
 
 
 class Block:
-    def __init__(self, cfg, weights):
+    def __init__(self, cfg, weights, router="float32"):
         self.c = cfg
         self.w = weights.t
         self.embed_rows = weights.embed
         self.head = weights.head
         r = cfg.rotary
         self.inv_freq = cfg.theta ** (-2.0 * np.arange(r // 2) / r) if r else np.zeros(0)
+        self.moe = MoeMlp(cfg, weights.moe, router) if weights.moe is not None else None
+        # when a list: every MoE forward row appends (KV position, its §12.5 intermediates, mlp_in and h2)
+        self.moe_trace = None
+        self.last_experts = []   # the last forward's (KV position, chosen experts in slot order), MoE only
 
     def rope(self, x, positions):
         """§1.5 step 5: rotate_half pairs (f, f + R/2) of the first R dims; x [heads, S, D]."""
@@ -103,11 +110,21 @@ class Block:
         # §1.5.8: heads back to [S, nH·D], the sigmoid gate, the output projection
         o = (p @ vh).transpose(1, 0, 2).reshape(s, nh * d)
         r = (o * sigmoid(gate)) @ w["layers.0.self_attn.o_proj"].T
-        # 7-10. residual, gated SiLU MLP, residual, the final norm
+        # 7-10. residual, gated SiLU MLP (or the MoE block of §12.3, row by row), residual, the final norm
         h1 = x + r
         n = rms_norm(h1, w["layers.0.post_attention_layernorm.weight"], c.eps)
-        gp = n @ w["layers.0.mlp.gate_proj"].T
-        m = (gp * sigmoid(gp) * (n @ w["layers.0.mlp.up_proj"].T)) @ w["layers.0.mlp.down_proj"].T
+        if self.moe is None:
+            gp = n @ w["layers.0.mlp.gate_proj"].T
+            m = (gp * sigmoid(gp) * (n @ w["layers.0.mlp.up_proj"].T)) @ w["layers.0.mlp.down_proj"].T
+        else:
+            m = np.empty_like(n)
+            self.last_experts = []
+            for i in range(s):
+                m[i], trace = self.moe.forward_row(n[i])
+                self.last_experts.append((start + i, [int(e) for e in trace["topk_indices"]]))
+                if self.moe_trace is not None:
+                    trace.update(mlp_in=n[i], h2=h1[i] + m[i])
+                    self.moe_trace.append((start + i, trace))
         return rms_norm(h1 + m, w["norm.weight"], c.eps)
 
     def log_probs(self, y):

@@ -1,8 +1,10 @@
-"""Model directories (spec §1.2, §1.3, §1.6, §2, §11.4, §11.5, §11.9): safetensors files, config.json, the raw
-Hugging Face and companion layouts, MLX affine quantization. Every weight ends as float64 with full norm gains."""
+"""Model directories (spec §1.2, §1.3, §1.6, §2, §11.4, §11.5, §12.1, §12.2): safetensors files, config.json, the
+raw Hugging Face and companion layouts, MLX affine quantization, and a MoE layer's router, experts (per-expert, HF
+fused or MLX stacked) and shared expert. Every weight ends as float64 with full norm gains."""
 
 import json
 import os
+import re
 import struct
 
 import numpy as np
@@ -79,8 +81,17 @@ def to_f32(entry, name):
 NORMS = ("pre_fc_norm_embedding.weight", "pre_fc_norm_hidden.weight", "layers.0.input_layernorm.weight",
          "layers.0.self_attn.q_norm.weight", "layers.0.self_attn.k_norm.weight",
          "layers.0.post_attention_layernorm.weight", "norm.weight")
-LINEARS = ("fc", "layers.0.self_attn.q_proj", "layers.0.self_attn.k_proj", "layers.0.self_attn.v_proj",
-           "layers.0.self_attn.o_proj", "layers.0.mlp.gate_proj", "layers.0.mlp.up_proj", "layers.0.mlp.down_proj")
+ATTENTION_LINEARS = ("fc", "layers.0.self_attn.q_proj", "layers.0.self_attn.k_proj", "layers.0.self_attn.v_proj",
+                     "layers.0.self_attn.o_proj")
+DENSE_MLP = ("layers.0.mlp.gate_proj", "layers.0.mlp.up_proj", "layers.0.mlp.down_proj")
+LINEARS = ATTENTION_LINEARS + DENSE_MLP
+# §12.2: the router, the shared expert and its gate (linears like any other), then the routed experts' three layouts
+MOE_LINEARS = ("layers.0.mlp.gate", "layers.0.mlp.shared_expert.gate_proj", "layers.0.mlp.shared_expert.up_proj",
+               "layers.0.mlp.shared_expert.down_proj", "layers.0.mlp.shared_expert_gate")
+MOE_MARKS = ("layers.0.mlp.gate.", "layers.0.mlp.experts.", "layers.0.mlp.switch_mlp.", "layers.0.mlp.shared_expert")
+FUSED = ("layers.0.mlp.experts.gate_up_proj", "layers.0.mlp.experts.down_proj")
+STACKED = tuple("layers.0.mlp.switch_mlp.%s" % p for p in ("gate_proj", "up_proj", "down_proj"))
+_PER_EXPERT = re.compile(r"layers\.0\.mlp\.experts\.(\d+)\.(gate_proj|up_proj|down_proj)\.(weight|scales|biases)")
 EMBED_NAMES = ("model.language_model.embed_tokens.weight", "model.embed_tokens.weight",
                "language_model.model.embed_tokens.weight", "embed_tokens.weight")
 HEAD_NAMES = ("lm_head.weight", "language_model.lm_head.weight")
@@ -169,7 +180,8 @@ def dequantize(path, weight, scales, biases, spec):
 
 
 class Weights:
-    """The block's weights in float64, full gains (norms folded once), plus the target's embedding and head."""
+    """The block's weights in float64, full gains (norms folded once), plus the target's embedding and head. A MoE
+    layer (its tensors decide, §12.1) has `moe` set and no dense MLP in `t`."""
 
     def __init__(self, tensors, quant, embed, head, names_for_errors):
         self.t = {}
@@ -177,10 +189,146 @@ class Weights:
             if n not in tensors:
                 raise E.incompatible_model("load: missing tensor '%s' in %s (spec §1.2)" % (n, names_for_errors))
             self.t[n] = to_f64(tensors[n], n)
-        for p in LINEARS:
+        moe = is_moe(tensors)
+        for p in ATTENTION_LINEARS if moe else LINEARS:
             self.t[p] = linear(tensors, p, quant, names_for_errors)
+        self.moe = MoeWeights(tensors, quant, names_for_errors) if moe else None
         self.embed = embed
         self.head = head
+
+
+def is_moe(tensors):
+    """§12.1: a layer is MoE when it holds a router, experts or a shared expert."""
+    return any(n.startswith(MOE_MARKS) for n in tensors)
+
+
+class MoeWeights:
+    """§12.2 in float64: `router` [E, H], `shared_gate`/`shared_up` [I_s, H], `shared_down` [H, I_s], `shared_gate_w`
+    [1, H], and the routed experts stacked as `gate`/`up` [E, I_e, H] and `down` [E, H, I_e], whichever of the three
+    layouts stored them (`layout`: per-expert, fused or stacked; quantized experts are dequantized one by one with
+    their own module's spec)."""
+
+    def __init__(self, tensors, quant, where):
+        mlp = sorted(n for n in tensors if n.startswith("layers.0.mlp."))
+        dense = [n for n in mlp if n.startswith(tuple(p + "." for p in DENSE_MLP))]
+        if dense:
+            theirs = [n for n in mlp if n.startswith(MOE_MARKS)]
+            raise E.incompatible_model("load: dense MLP tensor '%s' beside MoE tensors (%s) in %s: a layer is dense or "
+                                       "MoE, not both (spec §12.2)" % (dense[0], ", ".join(theirs[:3]), where))
+        per = [n for n in mlp if _PER_EXPERT.fullmatch(n)]
+        fused = [n for n in mlp if n in FUSED or n.startswith(tuple(f + "." for f in FUSED))]
+        stacked = [n for n in mlp if n.startswith("layers.0.mlp.switch_mlp.")]
+        present = [(name, group) for name, group in (("per-expert", per), ("fused", fused), ("stacked", stacked))
+                   if group]
+        if len(present) != 1:
+            raise E.incompatible_model(
+                "load: the MoE layer in %s has %s, expected exactly one layout of routed experts: per-expert "
+                "'layers.0.mlp.experts.{e}.*_proj.weight', fused 'layers.0.mlp.experts.gate_up_proj'/'down_proj' or "
+                "stacked 'layers.0.mlp.switch_mlp.*_proj.weight' (spec §12.2)" % (
+                    where, "no routed experts" if not present else
+                    " and ".join("%s experts ('%s')" % (name, g[0]) for name, g in present)))
+        self.layout, group = present[0]
+        known = set(group) | {p + s for p in MOE_LINEARS for s in (".weight", ".scales", ".biases")}
+        stray = [n for n in mlp if n not in known]
+        if stray:
+            raise E.incompatible_model("load: unexpected tensor '%s' in the %s MoE layer of %s (spec §12.2)"
+                                       % (stray[0], self.layout, where))
+        for p in MOE_LINEARS:
+            setattr(self, _MOE_FIELD[p], linear(tensors, p, quant, where))
+        if self.layout == "per-expert":
+            self.gate, self.up, self.down = _per_expert(tensors, per, quant, where)
+        elif self.layout == "fused":
+            self.gate, self.up, self.down = _fused(tensors, where)
+        else:
+            self.gate, self.up, self.down = (_stacked(tensors, p, quant, where) for p in STACKED)
+        e = self.gate.shape[0]
+        i = self.gate.shape[1]
+        h = self.gate.shape[2]
+        names = {"per-expert": ("layers.0.mlp.experts.{e}.gate_proj.weight", "layers.0.mlp.experts.{e}.up_proj.weight",
+                                "layers.0.mlp.experts.{e}.down_proj.weight"),
+                 "fused": ("layers.0.mlp.experts.gate_up_proj", "layers.0.mlp.experts.gate_up_proj",
+                           "layers.0.mlp.experts.down_proj"),
+                 "stacked": tuple(p + ".weight" for p in STACKED)}[self.layout]
+        for name, a, want in zip(names, (self.gate, self.up, self.down), ((e, i, h), (e, i, h), (e, h, i))):
+            if a.shape != want:
+                raise E.incompatible_model("load: '%s' holds experts of shape %s, expected %s from the gate "
+                                           "projection's [E, I_e, H] (spec §12.2)" % (name, list(a.shape), list(want)))
+
+    @property
+    def experts(self):
+        return self.gate.shape[0]
+
+
+_MOE_FIELD = {"layers.0.mlp.gate": "router", "layers.0.mlp.shared_expert.gate_proj": "shared_gate",
+              "layers.0.mlp.shared_expert.up_proj": "shared_up", "layers.0.mlp.shared_expert.down_proj": "shared_down",
+              "layers.0.mlp.shared_expert_gate": "shared_gate_w"}
+
+
+def _per_expert(tensors, names, quant, where):
+    """`layers.0.mlp.experts.{e}.{gate,up,down}_proj`, e = 0 … E−1, each a linear with its own quant spec."""
+    idx = sorted({int(_PER_EXPERT.fullmatch(n).group(1)) for n in names})
+    missing = sorted(set(range(idx[-1] + 1)) - set(idx))
+    if missing:
+        raise E.incompatible_model("load: expert %d of %s is missing: 'layers.0.mlp.experts.%d.*' absent while "
+                                   "expert %d is present; expert indices must run 0 … E−1 (spec §12.2)"
+                                   % (missing[0], where, missing[0], idx[-1]))
+    out = []
+    for proj in ("gate_proj", "up_proj", "down_proj"):
+        mats = []
+        for e in idx:
+            path = "layers.0.mlp.experts.%d.%s" % (e, proj)
+            w = linear(tensors, path, quant, where)
+            if mats and w.shape != mats[0].shape:
+                raise E.incompatible_model("load: '%s.weight' has shape %s, expert 0's has %s: every expert has the "
+                                           "same shape (spec §12.2)" % (path, list(w.shape), list(mats[0].shape)))
+            mats.append(w)
+        out.append(np.stack(mats))
+    return out
+
+
+def _fused(tensors, where):
+    """HF fused: `experts.gate_up_proj` [E, 2·I_e, H] (rows [0, I_e) gate, [I_e, 2·I_e) up, not interleaved) and
+    `experts.down_proj` [E, H, I_e], no `.weight` suffix, dense only."""
+    for name in FUSED:
+        quantized = [n for n in tensors if n.startswith(name + ".")]
+        if quantized:
+            raise E.incompatible_model("load: '%s' in %s: fused experts are dense only (spec §12.2)"
+                                       % (quantized[0], where))
+        if name not in tensors:
+            raise E.incompatible_model("load: missing tensor '%s' in %s beside '%s' (spec §12.2)"
+                                       % (name, where, FUSED[1] if name == FUSED[0] else FUSED[0]))
+    gu = to_f64(tensors[FUSED[0]], FUSED[0])
+    dn = to_f64(tensors[FUSED[1]], FUSED[1])
+    if gu.ndim != 3 or gu.shape[1] % 2:
+        raise E.incompatible_model("load: '%s' has shape %s, expected [E, 2·I_e, H] (spec §12.2)"
+                                   % (FUSED[0], list(gu.shape)))
+    i = gu.shape[1] // 2
+    return gu[:, :i], gu[:, i:], dn
+
+
+def _stacked(tensors, path, quant, where):
+    """MLX stacked `switch_mlp.<proj>.weight` [E, out, in]; quantized, `.weight`/`.scales`/`.biases` [E, out, ·] use
+    the spec of `path`, and expert e is slice e of each."""
+    wn = path + ".weight"
+    if wn not in tensors:
+        raise E.incompatible_model("load: missing tensor '%s' in %s (spec §12.2)" % (wn, where))
+    if path + ".scales" not in tensors:
+        a = to_f64(tensors[wn], wn)
+        if a.ndim != 3:
+            raise E.incompatible_model("load: '%s' has shape %s, expected [E, out, in] (spec §12.2)"
+                                       % (wn, list(a.shape)))
+        return a
+    w, s, b = tensors[wn], tensors[path + ".scales"], tensors.get(path + ".biases")
+    parts = [x for x in (w, s, b) if x is not None]
+    if any(len(x[1]) != 3 or x[1][0] != w[1][0] for x in parts):
+        raise E.incompatible_model("load: '%s' weight %s, scales %s%s are not stacked [E, out, ·] (spec §12.2)" % (
+            path, w[1], s[1], "" if b is None else ", biases %s" % (b[1],)))
+    spec = quant.spec(path)
+
+    def part(x, e):
+        return None if x is None else (x[0], list(x[1][1:]), x[2][e])
+    return np.stack([dequantize("%s[%d]" % (path, e), part(w, e), part(s, e), part(b, e), spec)
+                     for e in range(w[1][0])])
 
 
 def linear(tensors, path, quant, where, prefix=""):
@@ -230,6 +378,21 @@ class Config:
         self.tie = tie
         self.vocab_from_config = text.get("vocab_size")
 
+        def count(key):   # §12.1: optional here; required or checked against the tensors once the layer is MoE
+            v = text.get(key)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
+                raise E.incompatible_model("load: config '%s' = %r, expected an integer (spec §12.1)" % (key, v))
+            return v
+
+        self.num_experts = count("num_experts")
+        self.top_k = count("num_experts_per_tok")
+        self.moe_intermediate = count("moe_intermediate_size")
+        self.shared_intermediate = count("shared_expert_intermediate_size")
+        self.norm_topk_prob = text.get("norm_topk_prob", True)
+        if not isinstance(self.norm_topk_prob, bool):
+            raise E.incompatible_model("load: config 'norm_topk_prob' = %r, expected true or false (spec §12.1)"
+                                       % (self.norm_topk_prob,))
+
 
 def head_linear(tensors, weight_name, quant, where, module):
     base = weight_name[:-len(".weight")]
@@ -260,11 +423,6 @@ def load_model(directory):
             raise E.incompatible_model("load: %s has no mtp.* tensors and config model_type is %r, not "
                                        "'qwen3_5_mtp': cannot determine the layout (spec §11.4)"
                                        % (directory, raw_cfg.get("model_type")))
-    moe = sorted(n for n in mtp if ".mlp.experts." in n or n.startswith("layers.0.mlp.gate.")
-                 or ".mlp.shared_expert" in n)
-    if moe:
-        raise E.incompatible_model("load: MoE MTP layers are unsupported (spec §11.9); found %s"
-                                   % ", ".join(moe[:4]))
     if not companion:
         # §1.6, §11.4: raw HF norms are zero-centred; the gain 1 + w is formed once, in float32
         for n in NORMS:
@@ -325,16 +483,18 @@ def companion_head(directory, cfg):
 
 def check_shapes(cfg, w):
     h, nh, nkv, d = cfg.hidden, cfg.heads, cfg.kv_heads, cfg.head_dim
-    inter = w.t["layers.0.mlp.gate_proj"].shape[0]
     v = w.embed.shape[0]
     want = {"fc": (h, 2 * h), "layers.0.self_attn.q_proj": (nh * 2 * d, h),
             "layers.0.self_attn.k_proj": (nkv * d, h), "layers.0.self_attn.v_proj": (nkv * d, h),
-            "layers.0.self_attn.o_proj": (h, nh * d), "layers.0.mlp.gate_proj": (inter, h),
-            "layers.0.mlp.up_proj": (inter, h), "layers.0.mlp.down_proj": (h, inter),
+            "layers.0.self_attn.o_proj": (h, nh * d),
             "pre_fc_norm_embedding.weight": (h,), "pre_fc_norm_hidden.weight": (h,),
             "layers.0.input_layernorm.weight": (h,), "layers.0.self_attn.q_norm.weight": (d,),
             "layers.0.self_attn.k_norm.weight": (d,), "layers.0.post_attention_layernorm.weight": (h,),
             "norm.weight": (h,)}
+    if w.moe is None:
+        inter = w.t["layers.0.mlp.gate_proj"].shape[0]
+        want.update({"layers.0.mlp.gate_proj": (inter, h), "layers.0.mlp.up_proj": (inter, h),
+                     "layers.0.mlp.down_proj": (h, inter)})
     for n, s in want.items():
         if tuple(w.t[n].shape) != s:
             raise E.incompatible_model("load: '%s' has shape %s, expected %s (spec §1.2)" % (n, list(w.t[n].shape),
@@ -345,7 +505,43 @@ def check_shapes(cfg, w):
     if cfg.vocab_from_config is not None and int(cfg.vocab_from_config) != v:
         raise E.incompatible_model("load: embedding has %d rows, expected vocab_size = %d from config (spec §1.7)"
                                    % (v, int(cfg.vocab_from_config)))
-    for n, a in list(w.t.items()) + [("embed", w.embed), ("head", w.head)]:
+    arrays = list(w.t.items()) + [("embed", w.embed), ("head", w.head)]
+    if w.moe is not None:
+        arrays += check_moe(cfg, w.moe)
+    for n, a in arrays:
         if not np.all(np.isfinite(a)):
             idx = int(np.flatnonzero(~np.isfinite(a))[0])
             raise E.incompatible_model("load: tensor '%s' element %d is %r, not finite" % (n, idx, a.flat[idx]))
+
+
+def check_moe(cfg, m):
+    """§12.1, §12.2: the MoE tensors' shapes against H and each other, and E, I_e, I_s, K against the config;
+    returns (name, array) pairs for the finiteness check."""
+    h, e, i = cfg.hidden, m.experts, m.gate.shape[1]
+    s = m.shared_gate.shape[0]
+    if m.gate.shape[2] != h:
+        raise E.incompatible_model("load: the %s experts take inputs of width %d, expected H = %d (spec §12.2)"
+                                   % (m.layout, m.gate.shape[2], h))
+    want = {"layers.0.mlp.gate.weight": (m.router, (e, h)),
+            "layers.0.mlp.shared_expert.gate_proj.weight": (m.shared_gate, (s, h)),
+            "layers.0.mlp.shared_expert.up_proj.weight": (m.shared_up, (s, h)),
+            "layers.0.mlp.shared_expert.down_proj.weight": (m.shared_down, (h, s)),
+            "layers.0.mlp.shared_expert_gate.weight": (m.shared_gate_w, (1, h))}
+    for n, (a, shape) in want.items():
+        if a.shape != shape:
+            raise E.incompatible_model("load: '%s' has shape %s, expected %s (E = %d %s experts, spec §12.2)"
+                                       % (n, list(a.shape), list(shape), e, m.layout))
+    for key, have, what in (("num_experts", e, "routed experts"), ("moe_intermediate_size", i, "expert width I_e"),
+                            ("shared_expert_intermediate_size", s, "shared expert width I_s")):
+        declared = getattr(cfg, {"num_experts": "num_experts", "moe_intermediate_size": "moe_intermediate",
+                                 "shared_expert_intermediate_size": "shared_intermediate"}[key])
+        if declared is not None and declared != have:
+            raise E.incompatible_model("load: the tensors hold %s = %d, config %s = %d (spec §12.1)"
+                                       % (what, have, key, declared))
+    if cfg.top_k is None:
+        raise E.incompatible_model("load: config has no 'num_experts_per_tok', required for a MoE layer (spec §12.1)")
+    if not 1 <= cfg.top_k <= e:
+        raise E.incompatible_model("load: config num_experts_per_tok = %d outside [1, %d], the expert count "
+                                   "(spec §12.1)" % (cfg.top_k, e))
+    return [(p, getattr(m, _MOE_FIELD[p])) for p in MOE_LINEARS] + [
+        ("experts gate_proj", m.gate), ("experts up_proj", m.up), ("experts down_proj", m.down)]

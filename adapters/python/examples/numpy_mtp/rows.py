@@ -45,6 +45,7 @@ class Rows:
         self.depth = 0
         self.closed = False
         self.poisoned_by = None
+        self.choices = []        # (row, KV position, experts) of the last prefill/draft/commit's MoE forward rows
 
     # -- state checks, in the order every call applies them
     def _usable(self, call):
@@ -139,6 +140,7 @@ class Rows:
         n = ids.shape[1]
         ctx = self._context("prefill", context, b, n, "the taps at the same L positions as tokens")
         saved = self._lengths()
+        self.choices = []
         try:
             for r, row in enumerate(self.rows):
                 if row.prefilled:   # bridge: tokens[r, 0] with the retained hidden, then token p+1 with hidden p
@@ -148,7 +150,7 @@ class Rows:
                     step_ids = ids[r, 1:]
                     hin = ctx[r, :n - 1]
                 if len(step_ids):
-                    self.m.block.forward(row.kv, step_ids, hin)
+                    self._forward(r, row, step_ids, hin)
         except Exception as e:
             self._put_back("prefill", saved, e)
         for r, row in enumerate(self.rows):
@@ -185,15 +187,16 @@ class Rows:
                 raise E.illegal_state("draft: row %d has no retained hidden (a cold row must be prefilled first, "
                                       "spec §5.7)" % r)
         saved = self._lengths()
+        self.choices = []
         out = [[0] * depth for _ in range(b)]
         try:
             for r, row in enumerate(self.rows):
                 tok, hin = pending[r], row.hidden
                 if depth == 0:   # the pending row only: no logits, no sampling (§5.7, §11.2)
-                    self.m.block.forward(row.kv, np.array([tok]), hin[None, :])
+                    self._forward(r, row, np.array([tok]), hin[None, :])
                 s = samplers[r]
                 for t in range(depth):
-                    y = self.m.block.forward(row.kv, np.array([tok]), hin[None, :])[0]
+                    y = self._forward(r, row, np.array([tok]), hin[None, :])[0]
                     lp = self.m.block.log_probs(y).astype(np.float32)
                     tok = sample_row(lp, s.temperature, s.top_k, s.top_p, s.seed, steps[r] + t)
                     out[r][t] = tok
@@ -224,12 +227,13 @@ class Rows:
                                          "rows unchanged" % (r, a, d))
         ctx = self._context("commit", context, b, d + 1, "width = depth + 1 = %d verify taps" % (d + 1))
         saved = self._lengths()
+        self.choices = []
         appended = max(1, d)
         try:
             for r, row in enumerate(self.rows):
                 row.kv.length = row.before + min(accepted[r] + 1, appended)
                 if d > 0 and accepted[r] == d:   # full acceptance: the last proposal's row, from the true hidden
-                    self.m.block.forward(row.kv, np.array([row.drafts[d - 1]]), ctx[r, d - 1][None, :])
+                    self._forward(r, row, np.array([row.drafts[d - 1]]), ctx[r, d - 1][None, :])
         except Exception as e:
             self._put_back("commit", saved, e)
         for r, row in enumerate(self.rows):
@@ -262,11 +266,18 @@ class Rows:
         self.round_open = False
 
     # -- helpers
+    def _forward(self, r, row, ids, hin):
+        """The block over row r's cache, keeping the router's choices of each MoE forward row (spec §12.5)."""
+        y = self.m.block.forward(row.kv, ids, hin)
+        self.choices.extend((r, p, e) for p, e in getattr(self.m.block, "last_experts", ()))
+        return y
+
     def _lengths(self):
         return [row.kv.length for row in self.rows]
 
     def _put_back(self, call, saved, error):
         """A failed computation: KV lengths go back; if even that fails the group is poisoned (§9.2)."""
+        self.choices = []
         try:
             for row, n in zip(self.rows, saved):
                 row.kv.length = n
@@ -365,9 +376,11 @@ def _check_sampler(r, s):
 class Model:
     """A loaded model: config, weights and the identity checkpoints carry."""
 
-    def __init__(self, path, identity=None):
+    def __init__(self, path, identity=None, router="float32"):
+        """`router`: the MoE router's precision (spec §12.3 says float32; float64 for comparing with a float64
+        reference)."""
         self.cfg, self.weights = load_model(path)
-        self.block = Block(self.cfg, self.weights)
+        self.block = Block(self.cfg, self.weights, router)
         self.vocab = self.weights.embed.shape[0]
         self.identity = identity if identity is not None else _own_identity(path)
 

@@ -26,16 +26,20 @@ import java.util.Set;
  * run them, {@link MlxMoe#choose}). The
  * environment variable {@code MTP_MLX_DEVICE} sets the default of {@code device} for every profile, so a whole
  * {@code mtp conform} run can be held on one device; {@code MTP_MLX_MOE} likewise sets the default of {@code moe}.
+ * {@code compile=off|on} (default off; {@code MTP_MLX_COMPILE} sets the default): one-position forwards run the
+ * block's fixed-shape parts (before the cache append, after attention, the head) through {@code mlx_compile}, so
+ * MLX fuses their elementwise chains and replays a traced graph instead of the backend building it op by op.
  */
 public final class MlxBackend implements MtpBackend {
     public static final String NAME = "mlx";
-    private static final Set<String> OPTIONS = Set.of("precision", "device", "moe");
+    private static final Set<String> OPTIONS = Set.of("precision", "device", "moe", "compile");
 
     private static final Set<String> DEVICES = Set.of("auto", "cpu", "gpu");
 
     private final MlxDiscovery discovery;
     private final String defaultDevice;
     private final String defaultMoe; // MTP_MLX_MOE, or null
+    private final String defaultCompile = System.getenv().getOrDefault("MTP_MLX_COMPILE", "off");
 
     /**
      * Reads the discovery settings, {@code MTP_MLX_DEVICE} and {@code MTP_MLX_MOE} from the environment; does no
@@ -85,7 +89,8 @@ public final class MlxBackend implements MtpBackend {
                     + ", MLX " + lib.version() + ", " + devices
                     + ", default device " + (defaultDevice.equals("auto") ? (lib.hasGpu() ? "gpu" : "cpu")
                     : defaultDevice + " (MTP_MLX_DEVICE)") + env + "; options precision=native|f32, "
-                    + "device=auto|cpu|gpu, moe=gather|per-expert (MoE layers; default gather)");
+                    + "device=auto|cpu|gpu, moe=gather|per-expert (MoE layers; default gather), compile=off|on (default "
+                    + "off)");
         } catch (MtpException e) {
             return Availability.no(e.getMessage());
         }
@@ -103,7 +108,7 @@ public final class MlxBackend implements MtpBackend {
         for (String key : options.keySet()) {
             if (!OPTIONS.contains(key)) {
                 throw MtpException.invalidArgument("mlx: unknown option '" + key
-                        + "' (known: precision, device, moe)");
+                        + "' (known: precision, device, moe, compile)");
             }
         }
         MlxDraftModel.Precision precision = switch (options.getOrDefault("precision", "native")) {
@@ -119,6 +124,13 @@ public final class MlxBackend implements MtpBackend {
         } catch (MtpException e) {
             throw options.containsKey("moe") ? e : MtpException.invalidArgument(e.getMessage() + " (from MTP_MLX_MOE)");
         }
+        String compileText = options.getOrDefault("compile", defaultCompile);
+        boolean compile = switch (compileText) {
+            case "on" -> true;
+            case "off" -> false;
+            default -> throw MtpException.invalidArgument("mlx: compile = '" + compileText + "'"
+                    + (options.containsKey("compile") ? "" : " (from MTP_MLX_COMPILE)") + ", expected off or on");
+        };
         String device = options.getOrDefault("device", defaultDevice);
         if (!DEVICES.contains(device)) {
             throw MtpException.invalidArgument("mlx: device = '" + device + "'" + (options.containsKey("device") ? ""
@@ -138,6 +150,6 @@ public final class MlxBackend implements MtpBackend {
         };
         MlxMoe.Path path = model.weights().mlp() instanceof MlpWeights.Moe m
                 ? MlxMoe.choose(m, moe, gpu && lib.hasCuda(), lib.version()) : null;
-        return new MlxDraftModel(model, lib, gpu, precision, path);
+        return new MlxDraftModel(model, lib, gpu, precision, path, compile);
     }
 }

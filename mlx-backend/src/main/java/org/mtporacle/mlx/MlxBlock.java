@@ -5,6 +5,7 @@ import org.mtporacle.api.MtpConfig;
 import org.mtporacle.api.MtpWeights;
 import org.mtporacle.mlx.ffi.MlxC;
 import org.mtporacle.mlx.handle.MlxArray;
+import org.mtporacle.mlx.handle.MlxCompiled;
 import org.mtporacle.mlx.handle.MlxOps;
 
 import java.util.ArrayList;
@@ -31,6 +32,9 @@ final class MlxBlock implements AutoCloseable {
     /** RoPE tables {@code [positions, D]} f32 for positions {@code [0, ropePositions)}, grown on demand. */
     private MlxArray ropeCos, ropeSin;
     private int ropePositions;
+    /** With compile on: the one-position forward's fixed-shape parts through {@code mlx_compile}, made on first use. */
+    private final boolean compile;
+    private MlxCompiled preCompiled, postCompiled, headCompiled;
 
     /** The batched cache: {@code keys}/{@code values} {@code [B, nKV, capacity, D]}, row {@code b} valid in {@code [0, lengths[b])}. */
     record Kv(MlxArray keys, MlxArray values, int[] lengths) {
@@ -50,7 +54,14 @@ final class MlxBlock implements AutoCloseable {
 
     /** {@code moePath}: the MoE layer's path (null: its default); ignored for a dense MLP. */
     MlxBlock(MlxOps ops, MtpConfig config, MtpWeights w, int dtype, boolean quantF32, MlxMoe.Path moePath) {
+        this(ops, config, w, dtype, quantF32, moePath, false);
+    }
+
+    /** {@code compile}: one-position forwards run their fixed-shape parts through {@code mlx_compile}. */
+    MlxBlock(MlxOps ops, MtpConfig config, MtpWeights w, int dtype, boolean quantF32, MlxMoe.Path moePath,
+             boolean compile) {
         this.c = config;
+        this.compile = compile;
         this.dtype = dtype;
         this.eps = (float) config.rmsNormEps();
         List<AutoCloseable> made = new ArrayList<>();
@@ -109,6 +120,20 @@ final class MlxBlock implements AutoCloseable {
         return dtype;
     }
 
+    /** Whether one-position forwards go through {@code mlx_compile}. */
+    boolean compiled() {
+        return compile;
+    }
+
+    /** How many graphs MLX has traced for the compiled parts so far (one per new input signature and part). */
+    int traces() {
+        int n = 0;
+        for (MlxCompiled f : new MlxCompiled[] {preCompiled, postCompiled, headCompiled}) {
+            n += f == null ? 0 : f.traces();
+        }
+        return n;
+    }
+
     /** {@code [B, S] int32 ids → [B, S, H]} (spec §1.7). */
     MlxArray embed(MlxOps ops, MlxArray ids) {
         return embedding.gather(ops, ids, dtype);
@@ -116,9 +141,30 @@ final class MlxBlock implements AutoCloseable {
 
     /** {@code [B, 1, H] → [B, V]} log-probs {@code logits − logsumexp(logits)} in the compute dtype (spec §1.7). */
     MlxArray logProbs(MlxOps ops, MlxArray y) {
+        if (compile && y.dim(1) == 1) {
+            if (headCompiled == null) {
+                headCompiled = new MlxCompiled(ops, "head", (o, in) -> List.of(logProbsGraph(o, in.get(0))));
+            }
+            return headCompiled.apply(ops, List.of(y)).getFirst();
+        }
+        return logProbsGraph(ops, y);
+    }
+
+    private MlxArray logProbsGraph(MlxOps ops, MlxArray y) {
         int b = y.dim(0);
         MlxArray logits = ops.reshape(head.apply(ops, y), b, c.vocabSize());
         return ops.subtract(logits, ops.logsumexp(logits, -1, true));
+    }
+
+    /** What the block computes before the cache append: RoPE'd queries and keys, values, the output gate, x. */
+    private record Pre(MlxArray query, MlxArray key, MlxArray value, MlxArray gateHalf, MlxArray x) {
+        List<MlxArray> list() {
+            return List.of(query, key, value, gateHalf, x);
+        }
+
+        static Pre of(List<MlxArray> l) {
+            return new Pre(l.get(0), l.get(1), l.get(2), l.get(3), l.get(4));
+        }
     }
 
     /**
@@ -128,7 +174,58 @@ final class MlxBlock implements AutoCloseable {
     Step forward(MlxOps ops, MlxArray ids, MlxArray hin, Kv kv) {
         int b = hin.dim(0);
         int s = hin.dim(1);
-        int hSize = c.hiddenSize();
+        int nH = c.numHeads();
+        int nKv = c.numKvHeads();
+        int d = c.headDim();
+        boolean compiled = compile && s == 1;
+        // 1.5.5's tables at logical positions lengths[b] + t: [1 or B, 1, S, D] each
+        MlxArray[] tables = c.rotaryDims() > 0 ? ropeTables(ops, kv.lengths(), s) : null;
+        Pre pre;
+        if (compiled) {
+            if (preCompiled == null) {
+                preCompiled = new MlxCompiled(ops, "pre-attention", (o, in) -> preAttention(o, in.get(0), in.get(1),
+                        in.size() > 2 ? in.get(2) : null, in.size() > 2 ? in.get(3) : null).list());
+            }
+            pre = Pre.of(preCompiled.apply(ops, tables == null ? List.of(ids, hin)
+                    : List.of(ids, hin, tables[0], tables[1])));
+        } else {
+            pre = preAttention(ops, ids, hin, tables == null ? null : tables[0], tables == null ? null : tables[1]);
+        }
+        // 1.5.6 append at each row's logical end
+        Kv next = append(ops, kv, pre.key(), pre.value(), s);
+        int t = 0;
+        for (int len : kv.lengths()) {
+            t = Math.max(t, len + s);
+        }
+        MlxArray keys = ops.slice(next.keys(), new int[] {0, 0, 0, 0}, new int[] {b, nKv, t, d});
+        MlxArray values = ops.slice(next.values(), new int[] {0, 0, 0, 0}, new int[] {b, nKv, t, d});
+        // 1.5.7 attention over the row's own columns [0, length_b + i]: with every row at one length that is every
+        // column for one query and MLX's end-aligned causal mask for several; otherwise an explicit mask
+        float scale = (float) c.attentionScale();
+        MlxArray attn;
+        if (!equalLengths(kv.lengths())) {
+            attn = ops.attention(pre.query(), keys, values, scale, mask(ops, kv.lengths(), s, t));
+        } else if (s == 1) {
+            attn = ops.attention(pre.query(), keys, values, scale, null);
+        } else {
+            attn = ops.attentionCausal(pre.query(), keys, values, scale);
+        }
+        if (compiled && moe == null) {
+            if (postCompiled == null) {
+                postCompiled = new MlxCompiled(ops, "post-attention",
+                        (o, in) -> List.of(postAttention(o, in.get(0), in.get(1), in.get(2)).y()));
+            }
+            MlxArray y = postCompiled.apply(ops, List.of(attn, pre.gateHalf(), pre.x())).getFirst();
+            return new Step(y, next, null);
+        }
+        Step post = postAttention(ops, attn, pre.gateHalf(), pre.x());
+        return new Step(post.y(), next, post.experts());
+    }
+
+    /** Spec §1.4 steps 1–5 and §1.5 steps 1–5 for {@code ids [B, S]}, {@code hin [B, S, H]}; null tables: no RoPE. */
+    private Pre preAttention(MlxOps ops, MlxArray ids, MlxArray hin, MlxArray cos, MlxArray sin) {
+        int b = hin.dim(0);
+        int s = hin.dim(1);
         int nH = c.numHeads();
         int nKv = c.numKvHeads();
         int d = c.headDim();
@@ -150,31 +247,21 @@ final class MlxBlock implements AutoCloseable {
         query = ops.transpose(ops.rmsNorm(query, qNorm, eps), 0, 2, 1, 3);
         key = ops.transpose(ops.rmsNorm(key, kNorm, eps), 0, 2, 1, 3);
         value = ops.transpose(value, 0, 2, 1, 3);
-        // 1.5.5 RoPE at logical positions lengths[b] + t, queries and keys in one pass
-        if (c.rotaryDims() > 0) {
-            MlxArray both = rope(ops, ops.concatenate(List.of(query, key), 1), kv.lengths(), s);
+        // 1.5.5 RoPE, queries and keys in one pass
+        if (cos != null) {
+            MlxArray both = rope(ops, ops.concatenate(List.of(query, key), 1), cos, sin);
             query = ops.slice(both, new int[] {0, 0, 0, 0}, new int[] {b, nH, s, d});
             key = ops.slice(both, new int[] {0, nH, 0, 0}, new int[] {b, nH + nKv, s, d});
         }
-        // 1.5.6 append at each row's logical end
-        Kv next = append(ops, kv, key, value, s);
-        int t = 0;
-        for (int len : kv.lengths()) {
-            t = Math.max(t, len + s);
-        }
-        MlxArray keys = ops.slice(next.keys(), new int[] {0, 0, 0, 0}, new int[] {b, nKv, t, d});
-        MlxArray values = ops.slice(next.values(), new int[] {0, 0, 0, 0}, new int[] {b, nKv, t, d});
-        // 1.5.7 attention over the row's own columns [0, length_b + i]: with every row at one length that is every
-        // column for one query and MLX's end-aligned causal mask for several; otherwise an explicit mask
-        float scale = (float) c.attentionScale();
-        MlxArray attn;
-        if (!equalLengths(kv.lengths())) {
-            attn = ops.attention(query, keys, values, scale, mask(ops, kv.lengths(), s, t));
-        } else if (s == 1) {
-            attn = ops.attention(query, keys, values, scale, null);
-        } else {
-            attn = ops.attentionCausal(query, keys, values, scale);
-        }
+        return new Pre(query, key, value, gateHalf, x);
+    }
+
+    /** Spec §1.5 step 8 and §1.4 steps 7–10 from attention's {@code [B, nH, S, D]}: the block's output (and experts). */
+    private Step postAttention(MlxOps ops, MlxArray attn, MlxArray gateHalf, MlxArray x) {
+        int b = attn.dim(0);
+        int s = attn.dim(2);
+        int nH = c.numHeads();
+        int d = c.headDim();
         // 1.5.8 back to [B, S, nH·D], gate, o_proj
         MlxArray merged = ops.reshape(ops.transpose(attn, 0, 2, 1, 3), b, s, nH * d);
         MlxArray r = o.apply(ops, ops.multiply(merged, ops.sigmoid(gateHalf)));
@@ -194,7 +281,7 @@ final class MlxBlock implements AutoCloseable {
         }
         MlxArray y = ops.add(h1, m);
         // 10. Y = RMSNorm(y)
-        return new Step(ops.rmsNorm(y, finalNorm, eps), next, experts);
+        return new Step(ops.rmsNorm(y, finalNorm, eps), null, experts);
     }
 
     /**
@@ -202,9 +289,17 @@ final class MlxBlock implements AutoCloseable {
      * (spec §1.5 step 5), as {@code x · C + x[perm] · S}: for {@code f < R/2}, {@code C = cos θ_f},
      * {@code S = −sin θ_f}, {@code x[perm] = x[f + R/2]}; for {@code R/2 ≤ f < R}, {@code C = cos θ_{f−R/2}},
      * {@code S = sin θ_{f−R/2}}, {@code x[perm] = x[f − R/2]}; past R, {@code C = 1}, {@code S = 0}. In IEEE f32
-     * {@code a·c + b·(−s)} is {@code a·c − b·s} exactly, so this is the rotation term for term, in four kernels.
+     * {@code a·c + b·(−s)} is {@code a·c − b·s} exactly, so this is the rotation term for term, in four kernels. The
+     * tables come from {@link #ropeTables}.
      */
-    private MlxArray rope(MlxOps ops, MlxArray x, int[] lengths, int s) {
+    private MlxArray rope(MlxOps ops, MlxArray x, MlxArray cos, MlxArray sin) {
+        MlxArray xf = x.dtype() == MlxC.MLX_FLOAT32 ? x : ops.astype(x, MlxC.MLX_FLOAT32);
+        MlxArray out = ops.add(ops.multiply(xf, cos), ops.multiply(ops.take(xf, ropePerm, 3), sin));
+        return dtype == MlxC.MLX_FLOAT32 ? out : ops.astype(out, dtype);
+    }
+
+    /** {@code C} and {@code S} of {@link #rope} at positions {@code lengths[b] + t}: {@code [1 or B, 1, S, D]} f32 each. */
+    private MlxArray[] ropeTables(MlxOps ops, int[] lengths, int s) {
         int b = lengths.length;
         int d = c.headDim();
         growRope(ops, maxEnd(lengths, s));
@@ -226,9 +321,7 @@ final class MlxBlock implements AutoCloseable {
             cos = ops.reshape(ops.take(ropeCos, at, 0), b, 1, s, d);
             sin = ops.reshape(ops.take(ropeSin, at, 0), b, 1, s, d);
         }
-        MlxArray xf = x.dtype() == MlxC.MLX_FLOAT32 ? x : ops.astype(x, MlxC.MLX_FLOAT32);
-        MlxArray out = ops.add(ops.multiply(xf, cos), ops.multiply(ops.take(xf, ropePerm, 3), sin));
-        return dtype == MlxC.MLX_FLOAT32 ? out : ops.astype(out, dtype);
+        return new MlxArray[] {cos, sin};
     }
 
     /**
@@ -370,6 +463,11 @@ final class MlxBlock implements AutoCloseable {
         if (ropeCos != null) {
             ropeCos.close();
             ropeSin.close();
+        }
+        for (MlxCompiled f : new MlxCompiled[] {preCompiled, postCompiled, headCompiled}) {
+            if (f != null) {
+                f.close();
+            }
         }
     }
 }

@@ -41,6 +41,11 @@ public final class MlxDraftModel implements DraftModel, DeviceProbe {
 
     /** {@code moe}: the MoE layer's path ({@code moe} option; null: its default); ignored for a dense model. */
     MlxDraftModel(MtpModel model, MlxLibrary lib, boolean gpu, Precision precision, MlxMoe.Path moe) {
+        this(model, lib, gpu, precision, moe, false);
+    }
+
+    /** {@code compile}: one-position forwards through {@code mlx_compile} ({@link MlxBlock}). */
+    MlxDraftModel(MtpModel model, MlxLibrary lib, boolean gpu, Precision precision, MlxMoe.Path moe, boolean compile) {
         this.model = model;
         this.lib = lib;
         this.precision = precision;
@@ -57,7 +62,7 @@ public final class MlxDraftModel implements DraftModel, DeviceProbe {
                 try (MlxScope scope = new MlxScope(lib)) {
                     // CPU quantized products accumulate in f32 (see MlxLinear.upload)
                     return new MlxBlock(new MlxOps(stream, scope), model.config(), model.weights(), dtype, !gpu,
-                            moe);
+                            moe, compile);
                 }
             });
         } catch (RuntimeException e) {
@@ -84,6 +89,7 @@ public final class MlxDraftModel implements DraftModel, DeviceProbe {
                 + " (precision=" + precision.name().toLowerCase() + ", MLX " + lib.version()
                 + "; " + (stream.isGpu() ? "" : "quantized products accumulate in f32; ")
                 + "greedy and seeded drafts sampled on device, one host read per round"
+                + (block.compiled() ? "; compile=on: one-position forwards through mlx_compile" : "")
                 + (block.moe() == null ? "" : block.moe().path() == MlxMoe.Path.GATHER
                 ? "; MoE moe=gather: top-k on device, experts by gather_mm/gather_qmm, router choices read once per "
                 + "call" : "; MoE moe=per-expert: router probabilities read once per forward, top-k on the host")

@@ -131,7 +131,7 @@ class MlxBindingsTest {
         MlxBackend backend = MlxTestSupport.requireMlx();
         MtpModel model = FixtureRecipe.named("tiny").load(MlxTestSupport.fixtureCache());
         for (Map<String, String> bad : List.of(Map.of("colour", "red"), Map.of("precision", "f16"),
-                Map.of("device", "tpu"))) {
+                Map.of("device", "tpu"), Map.of("compile", "yes"))) {
             assertThatThrownBy(() -> backend.load(model, bad)).isInstanceOfSatisfying(MtpException.class,
                     e -> assertThat(e.kind()).isEqualTo(MtpException.Kind.INVALID_ARGUMENT));
         }

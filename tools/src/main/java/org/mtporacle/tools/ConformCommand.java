@@ -23,8 +23,8 @@ import java.util.concurrent.Callable;
 /** {@code mtp conform}: every available backend against the reference on the bundled fixtures. */
 @Command(name = "conform", mixinStandardHelpOptions = true, subcommands = ConformCommand.Merge.class,
         description = {"Run lockstep conformance chains of backends against the reference.",
-                "With no options: every backend profile found on the bundled fixtures (tiny, tiny-q4, small, "
-                        + "small-q4); unavailable backends are listed with the reason and do not fail the run. A "
+                "With no options: every backend profile found on the bundled fixtures (dense and MoE: tiny, "
+                        + "tiny-q4, small, small-q4, tiny-moe, tiny-moe-q4, small-moe, small-moe-q4); unavailable backends are listed with the reason and do not fail the run. A "
                         + "backend asked for with --backend must run: unavailable, the run exits 3.",
                 "Exit 0 when every entry passed, 1 when one failed, 3 when a backend asked for is unavailable."})
 final class ConformCommand implements Callable<Integer> {

@@ -16,6 +16,7 @@ import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.MtpBackends;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.conformance.BackendSelection;
+import org.mtporacle.conformance.FixtureRecipe;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -60,6 +61,16 @@ final class TckCommand implements Callable<Integer> {
                     + "(default: ${DEFAULT-VALUE}).")
     int prefillSplit;
 
+    @Option(names = "--fixture", paramLabel = "NAME", defaultValue = "tiny",
+            description = "The unquantized fixture the rules run on, e.g. tiny-moe or small (default: ${DEFAULT-VALUE}; "
+                    + "`mtp fixture --list`).")
+    String fixture;
+
+    @Option(names = "--quantized-fixture", paramLabel = "NAME",
+            description = "The quantized fixture of the quantized-weights rule (default: the --fixture's -q4 "
+                    + "sibling where there is one, else tiny-q4).")
+    String quantizedFixture;
+
     @Option(names = "--report", paramLabel = "DIR", defaultValue = "mtp-reports/tck",
             description = "Where report.json and report.html go (default: ${DEFAULT-VALUE}).")
     Path report;
@@ -75,13 +86,22 @@ final class TckCommand implements Callable<Integer> {
     public Integer call() {
         Mixins.Usage.require(spec, chains >= 1, "--chains " + chains + ": must be ≥ 1");
         Mixins.Usage.require(spec, prefillSplit >= 2, "--prefill-split " + prefillSplit + ": must be ≥ 2");
+        FixtureRecipe dense = Mixins.Usage.lookup(spec, () -> FixtureRecipe.named(fixture));
+        Mixins.Usage.require(spec, dense.bits() == 0,
+                "--fixture " + fixture + ": is " + dense.bits() + "-bit quantized; name an unquantized fixture "
+                        + "(the quantized one goes to --quantized-fixture)");
+        FixtureRecipe quantized = Mixins.Usage.lookup(spec, () -> FixtureRecipe.named(quantizedFixture != null
+                ? quantizedFixture : quantizedSibling(fixture)));
+        Mixins.Usage.require(spec, quantized.bits() != 0,
+                "--quantized-fixture " + quantized.name() + ": is not quantized (name one with affine weights)");
         MtpBackend b = Mixins.Usage.lookup(spec, this::resolve);
         BackendProfile p = Mixins.Usage.lookup(spec, () -> profile(b));
         BackendSelection.requireAvailable(b); // asked for by name: unavailable is exit 3, not a run of skips
-        TckSubject.configure(b, p, chains, prefillSplit);
+        TckSubject.configure(b, p, chains, prefillSplit, dense, quantized);
         if (!json) {
             System.out.println("mtp tck: " + b.name() + " (profile " + p.label() + ", options " + p.options()
-                    + ", tolerance " + p.tolerance().describe() + ")");
+                    + ", tolerance " + p.tolerance().describe() + "; fixtures " + dense.name() + " and "
+                    + quantized.name() + ")");
         }
         Map<String, Rule> rules = new LinkedHashMap<>();
         Map<String, Long> started = new LinkedHashMap<>();
@@ -155,6 +175,8 @@ final class TckCommand implements Callable<Integer> {
         doc.put("profile", p.label());
         doc.put("options", p.options());
         doc.put("tolerance", p.tolerance());
+        doc.put("fixture", dense.name());
+        doc.put("quantizedFixture", quantized.name());
         doc.put("chainsPerRule", chains);
         doc.put("seconds", seconds);
         doc.put("passed", passed);
@@ -169,7 +191,7 @@ final class TckCommand implements Callable<Integer> {
             jsonText = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(doc);
             Files.createDirectories(report);
             Files.writeString(report.resolve("report.json"), jsonText + "\n");
-            Files.writeString(report.resolve("report.html"), html(b, p, all, passed, failed, skipped));
+            Files.writeString(report.resolve("report.html"), html(b, p, dense.name() + " and " + quantized.name(), all, passed, failed, skipped));
         } catch (IOException e) {
             throw new UncheckedIOException("tck: cannot write the report under " + report, e);
         }
@@ -184,6 +206,14 @@ final class TckCommand implements Callable<Integer> {
                     report.resolve("report.html"));
         }
         return failed == 0 ? MtpCommand.EXIT_OK : MtpCommand.EXIT_FAILED;
+    }
+
+    /** {@code small → small-q4} where that recipe exists, else {@code tiny-q4}. */
+    static String quantizedSibling(String fixture) {
+        String sibling = fixture + "-q4";
+        boolean known = java.util.stream.Stream.concat(FixtureRecipe.BUNDLED.stream(), FixtureRecipe.EXTRA.stream())
+                .anyMatch(r -> r.name().equals(sibling));
+        return known ? sibling : "tiny-q4";
     }
 
     private MtpBackend resolve() {
@@ -228,15 +258,16 @@ final class TckCommand implements Callable<Integer> {
         return String.format(Locale.ROOT, "  %s %-62s %s%s", mark, r.rule(), r.title(), msg);
     }
 
-    private static String html(MtpBackend b, BackendProfile p, List<Rule> rules, long passed, long failed,
-                               long skipped) {
+    private static String html(MtpBackend b, BackendProfile p, String fixtures, List<Rule> rules, long passed,
+                               long failed, long skipped) {
         StringBuilder sb = new StringBuilder("<!doctype html><meta charset=\"utf-8\"><title>mtp tck</title>"
                 + "<style>body{font-family:sans-serif;margin:2em}td,th{padding:4px 8px;border-bottom:1px solid #ddd;"
                 + "vertical-align:top}.PASSED{color:#060}.FAILED{color:#b00;font-weight:bold}.SKIPPED{color:#777}"
                 + "pre{white-space:pre-wrap;margin:0}</style>");
         sb.append("<h1>mtp tck: ").append(esc(b.name())).append("</h1><p>").append(esc(b.description()))
                 .append("<br>profile ").append(esc(p.label())).append(", options ").append(esc(p.options().toString()))
-                .append(", tolerance ").append(esc(p.tolerance().describe())).append("</p><p>").append(passed)
+                .append(", tolerance ").append(esc(p.tolerance().describe())).append(", fixtures ")
+                .append(esc(fixtures)).append("</p><p>").append(passed)
                 .append(" passed, ").append(failed).append(" failed, ").append(skipped).append(" skipped</p>")
                 .append("<table><tr><th>rule</th><th>what it checks</th><th>status</th><th>s</th><th>message</th></tr>");
         for (Rule r : rules) {

@@ -2,8 +2,8 @@ package org.mtporacle.tools;
 
 import org.mtporacle.api.BackendProfile;
 import org.mtporacle.api.MtpBackend;
-import org.mtporacle.conformance.FixtureRecipe;
 import org.mtporacle.api.Tolerance;
+import org.mtporacle.conformance.FixtureRecipe;
 import org.mtporacle.conformance.tck.BackendVerification;
 import org.mtporacle.wire.ExecBackend;
 
@@ -20,12 +20,27 @@ class TckSubject extends BackendVerification {
     private static BackendProfile profile;
     private static int chains;
     private static int prefillSplit;
+    private static FixtureRecipe dense;
+    private static FixtureRecipe quantized;
 
-    static synchronized void configure(MtpBackend b, BackendProfile p, int lockstepChains, int prefillSplitLength) {
+    static synchronized void configure(MtpBackend b, BackendProfile p, int lockstepChains, int prefillSplitLength,
+                                       FixtureRecipe denseFixture, FixtureRecipe quantizedFixture) {
         backend = b;
         profile = p;
         chains = lockstepChains;
         prefillSplit = prefillSplitLength;
+        dense = denseFixture;
+        quantized = quantizedFixture;
+    }
+
+    @Override
+    protected String denseFixture() {
+        return dense.name();
+    }
+
+    @Override
+    protected String quantizedFixture() {
+        return quantized.name();
     }
 
     @Override
@@ -50,7 +65,7 @@ class TckSubject extends BackendVerification {
 
     @Override
     protected boolean supportsQuantizedWeights() {
-        return !(backend instanceof ExecBackend e) || e.loadsAffine(4, 32); // tiny-q4: 4-bit, group 32
+        return !(backend instanceof ExecBackend e) || e.loadsAffine(quantized.bits(), quantized.groupSize());
     }
 
     @Override

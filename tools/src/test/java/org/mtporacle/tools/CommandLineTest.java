@@ -56,6 +56,16 @@ class CommandLineTest {
     }
 
     @Test
+    void conformsHelpNamesEveryBundledFixture() {
+        Run help = run("conform", "--help");
+        assertThat(help.exit()).isZero();
+        String text = help.out().replaceAll("\\s+", " ");
+        for (org.mtporacle.conformance.FixtureRecipe f : org.mtporacle.conformance.FixtureRecipe.BUNDLED) {
+            assertThat(text).as(f.name()).containsPattern("[ (]" + java.util.regex.Pattern.quote(f.name()) + "[,)]");
+        }
+    }
+
+    @Test
     void conformOnTheReferencePassesAndWritesBothReports() throws Exception {
         Run r = run("conform", "--backend", "reference", "--fixture", "tiny", "--chains", "6", "--report",
                 dir.resolve("r").toString());

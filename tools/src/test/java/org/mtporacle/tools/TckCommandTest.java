@@ -40,6 +40,31 @@ class TckCommandTest {
     }
 
     @Test
+    void theRulesRunOnTheFixturesAskedForAndTheReportNamesThem() throws Exception {
+        Cli r = Cli.run("tck", "--backend", "reference", "--fixture", "tiny-moe", "--chains", "1", "--prefill-split",
+                "12", "--report", dir.toString());
+        assertThat(r.exit()).as(r.out()).isZero();
+        assertThat(r.out()).contains("fixtures tiny-moe and tiny-moe-q4");
+        JsonNode json = new ObjectMapper().readTree(dir.resolve("report.json").toFile());
+        assertThat(json.get("fixture").asText()).isEqualTo("tiny-moe");
+        assertThat(json.get("quantizedFixture").asText()).isEqualTo("tiny-moe-q4");
+        assertThat(json.get("failed").asInt()).isZero();
+        assertThat(TckCommand.quantizedSibling("small")).isEqualTo("small-q4");
+        assertThat(TckCommand.quantizedSibling("tiny-f32")).isEqualTo("tiny-q4");
+    }
+
+    @Test
+    void aFixtureOfTheWrongKindOrNoneIsAUsageErrorBeforeAnyRuleRuns() {
+        for (String[] bad : new String[][] {{"--fixture", "nonesuch"}, {"--fixture", "tiny-q4"},
+                {"--quantized-fixture", "small"}}) {
+            Cli r = Cli.run("tck", "--backend", "reference", bad[0], bad[1], "--report", dir.toString());
+            assertThat(r.exit()).as(r.out()).isEqualTo(MtpCommand.EXIT_USAGE);
+            assertThat(r.out()).contains(bad[1]).doesNotContain("pass ");
+            assertThat(dir.resolve("report.json")).doesNotExist();
+        }
+    }
+
+    @Test
     void anUnknownBackendIsAUsageErrorNamingTheKnownOnes() {
         Cli r = Cli.run("tck", "--backend", "nonesuch", "--report", dir.toString());
         assertThat(r.exit()).isEqualTo(MtpCommand.EXIT_USAGE);

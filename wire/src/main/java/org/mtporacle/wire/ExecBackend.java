@@ -8,12 +8,14 @@ import org.mtporacle.api.BackendProfile;
 import org.mtporacle.api.DType;
 import org.mtporacle.api.DraftModel;
 import org.mtporacle.api.LinearWeight;
+import org.mtporacle.api.MlpWeights;
 import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
 import org.mtporacle.api.MtpWeights;
 
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -171,8 +173,19 @@ public final class ExecBackend implements MtpBackend {
         Set<DType> dense = new LinkedHashSet<>();
         Set<Integer[]> affine = new LinkedHashSet<>();
         MtpWeights w = model.weights();
-        for (LinearWeight l : List.of(w.fc(), w.qProj(), w.kProj(), w.vProj(), w.oProj(), w.gateProj(), w.upProj(),
-                w.downProj(), w.embedding(), w.head())) {
+        List<LinearWeight> linears = new ArrayList<>(List.of(w.fc(), w.qProj(), w.kProj(), w.vProj(), w.oProj(),
+                w.embedding(), w.head()));
+        switch (w.mlp()) {
+            case MlpWeights.Dense d -> linears.addAll(List.of(d.gateProj(), d.upProj(), d.downProj()));
+            case MlpWeights.Moe m -> {
+                linears.addAll(List.of(m.router(), m.sharedExpertGate(), m.sharedExpert().gateProj(),
+                        m.sharedExpert().upProj(), m.sharedExpert().downProj()));
+                for (MlpWeights.Dense x : m.experts()) {
+                    linears.addAll(List.of(x.gateProj(), x.upProj(), x.downProj()));
+                }
+            }
+        }
+        for (LinearWeight l : linears) {
             switch (l) {
                 case LinearWeight.Dense d -> dense.add(d.weight().dtype());
                 case LinearWeight.Affine a -> {

@@ -128,7 +128,9 @@ final class ExecDraftModel implements DraftModel {
                     + ", expected the group handle, an int (WIRE.md §5)").getMessage());
         }
         engine.groupOpened();
-        return new ExecDraftRows(engine, g.asInt());
+        Hello h = backend.hello();
+        return h != null && h.capabilities().routerChoices() ? new ExecDraftRows.Routed(engine, g.asInt())
+                : new ExecDraftRows(engine, g.asInt());
     }
 
     @Override

@@ -6,6 +6,7 @@ import org.mtporacle.api.DraftRows;
 import org.mtporacle.api.DraftSampling;
 import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.MtpException;
+import org.mtporacle.api.RouterChoices;
 import org.mtporacle.api.RowCheckpoint;
 
 import java.util.ArrayList;
@@ -13,21 +14,36 @@ import java.util.List;
 
 /**
  * A group in an engine process: each call is one request (WIRE.md §5) sent with the caller's arguments as they are.
- * A reply that breaks the protocol (a missing field, proposals of the wrong shape) is an engine failure.
+ * A reply that breaks the protocol (a missing field, proposals of the wrong shape) is an engine failure. An engine
+ * whose handshake claims {@code routerChoices} gets {@link Routed} groups, which report the experts its
+ * {@code prefill}, {@code draft} and {@code commit} replies list (WIRE.md §5, spec §12.5).
  */
-final class ExecDraftRows implements DraftRows {
+class ExecDraftRows implements DraftRows {
     private final EngineProcess engine;
     private final int group;
     private final String lost;
     private final java.util.concurrent.locks.ReentrantLock callLock = new java.util.concurrent.locks.ReentrantLock();
     private volatile String inProgress;
     private volatile boolean closed;
+    private volatile List<RouterChoices.Choice> choices = List.of();
+
+    /** A group of an engine that reports its MoE router's choices. */
+    static final class Routed extends ExecDraftRows implements RouterChoices {
+        Routed(EngineProcess engine, int group) {
+            super(engine, group, null);
+        }
+
+        @Override
+        public List<Choice> lastRouterChoices() {
+            return choices();
+        }
+    }
 
     ExecDraftRows(EngineProcess engine, int group) {
         this(engine, group, null);
     }
 
-    private ExecDraftRows(EngineProcess engine, int group, String lost) {
+    ExecDraftRows(EngineProcess engine, int group, String lost) {
         this.engine = engine;
         this.group = group;
         this.lost = lost;
@@ -104,7 +120,8 @@ final class ExecDraftRows implements DraftRows {
         ObjectNode a = args();
         a.set("tokens", WireValues.tensor(tokens, tensors));
         a.set("context", WireValues.tensor(context, tensors));
-        call("prefill", a, tensors);
+        choices = List.of();
+        choices = routed("prefill", call("prefill", a, tensors));
     }
 
     @Override
@@ -114,7 +131,9 @@ final class ExecDraftRows implements DraftRows {
         a.put("depth", depth);
         a.set("steps", WireValues.longs(steps));
         a.set("sampling", WireValues.sampling(sampling));
+        choices = List.of();
         ObjectNode r = call("draft", a, List.of());
+        List<RouterChoices.Choice> routed = routed("draft", r);
         int[][] proposals;
         try {
             proposals = WireValues.readProposals(r.get("proposals"), "result.proposals");
@@ -132,6 +151,7 @@ final class ExecDraftRows implements DraftRows {
                         + ", expected " + pending.length + " rows of " + depth + " (WIRE.md §5)");
             }
         }
+        choices = routed;
         return proposals;
     }
 
@@ -141,7 +161,42 @@ final class ExecDraftRows implements DraftRows {
         ObjectNode a = args();
         a.set("accepted", WireValues.ints(accepted));
         a.set("context", WireValues.tensor(context, tensors));
-        call("commit", a, tensors);
+        choices = List.of();
+        choices = routed("commit", call("commit", a, tensors));
+    }
+
+    /** The choices of the last prefill, draft or commit (empty when it failed or listed none). */
+    final List<RouterChoices.Choice> choices() {
+        return choices;
+    }
+
+    /**
+     * A reply's {@code experts}, {@code [[row, position, e_0, …], …]}, when this group reports router choices; a
+     * malformed list is an engine failure. The kit judges the experts themselves (spec §12.5).
+     */
+    private List<RouterChoices.Choice> routed(String op, ObjectNode result) {
+        JsonNode n = result.get("experts");
+        if (!(this instanceof RouterChoices) || n == null || n.isNull()) {
+            return List.of();
+        }
+        if (!n.isArray()) {
+            throw engine.violation(op, "result.experts is " + n.getNodeType() + ", expected an array (WIRE.md §5)");
+        }
+        List<RouterChoices.Choice> out = new ArrayList<>(n.size());
+        for (int i = 0; i < n.size(); i++) {
+            int[] c;
+            try {
+                c = WireValues.readInts(n.get(i), "result.experts[" + i + "]");
+            } catch (WireFrame.FramingException e) {
+                throw engine.violation(op, e.getMessage() + " (WIRE.md §5)");
+            }
+            if (c == null || c.length < 3 || c[0] < 0 || c[1] < 0) {
+                throw engine.violation(op, "result.experts[" + i + "] is " + n.get(i) + ", expected [row, position, "
+                        + "expert, …] with row, position ≥ 0 and at least one expert (WIRE.md §5)");
+            }
+            out.add(new RouterChoices.Choice(c[0], c[1], java.util.Arrays.copyOfRange(c, 2, c.length)));
+        }
+        return List.copyOf(out);
     }
 
     @Override

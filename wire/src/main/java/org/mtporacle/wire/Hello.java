@@ -32,7 +32,8 @@ record Hello(String protocol, String engineName, String engineVersion, String de
 
     /** The capabilities, with WIRE.md's defaults for what the engine left out. */
     record Capabilities(boolean seededSampling, Set<String> tapDtypes, Set<String> weightDtypes,
-                        Map<Integer, Set<Integer>> quantization, Set<String> layouts, int maxRows, int maxDepth) {
+                        Map<Integer, Set<Integer>> quantization, Set<String> layouts, int maxRows, int maxDepth,
+                        boolean routerChoices) {
         /** Null when the engine says it loads {@code dtype} weights quantized as given, else why not. */
         String refuses(String layout, Set<DType> dense, Set<Integer[]> affine) {
             if (!layouts.contains(layout)) {
@@ -109,6 +110,7 @@ record Hello(String protocol, String engineName, String engineVersion, String de
         JsonNode none = WireValues.NODES.objectNode();
         JsonNode n = c == null || c.isNull() ? none : c;
         JsonNode seeded = n.get("seededSampling");
+        JsonNode routed = n.get("routerChoices");
         Map<Integer, Set<Integer>> quant = new java.util.TreeMap<>();
         JsonNode q = n.get("quantization");
         if (q != null && q.isArray()) {
@@ -125,7 +127,7 @@ record Hello(String protocol, String engineName, String engineVersion, String de
         }
         return new Capabilities(seeded != null && seeded.asBoolean(false), names(n, "tapDtypes", Set.of("F32")),
                 names(n, "weightDtypes", Set.of("BF16", "F32")), quant, names(n, "layouts", Set.of("hf", "companion")),
-                count(n, "maxRows", 64), count(n, "maxDepth", 64));
+                count(n, "maxRows", 64), count(n, "maxDepth", 64), routed != null && routed.asBoolean(false));
     }
 
     private static Set<String> names(JsonNode n, String key, Set<String> fallback) throws FramingException {

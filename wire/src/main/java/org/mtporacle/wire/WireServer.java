@@ -10,6 +10,7 @@ import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
+import org.mtporacle.api.RouterChoices;
 import org.mtporacle.api.RowCheckpoint;
 import org.mtporacle.wire.WireFrame.FramingException;
 
@@ -146,8 +147,11 @@ public final class WireServer {
             }
             case "append" -> group(a, op).append(WireValues.readCheckpoints(a.get("checkpoints"), f, "checkpoints"));
             case "filterRows" -> group(a, op).filterRows(WireValues.readInts(a.get("keep"), "keep"));
-            case "prefill" -> group(a, op).prefill(f.tensorAt(a.get("tokens"), "tokens"),
-                    f.tensorAt(a.get("context"), "context"));
+            case "prefill" -> {
+                DraftRows g = group(a, op);
+                g.prefill(f.tensorAt(a.get("tokens"), "tokens"), f.tensorAt(a.get("context"), "context"));
+                experts(g, r);
+            }
             case "draft" -> {
                 DraftRows g = group(a, op);
                 int[][] p = g.draft(WireValues.readInts(a.get("pending"), "pending"),
@@ -157,9 +161,13 @@ public final class WireServer {
                 for (int[] row : p) {
                     rows.add(WireValues.ints(row));
                 }
+                experts(g, r);
             }
-            case "commit" -> group(a, op).commit(WireValues.readInts(a.get("accepted"), "accepted"),
-                    f.tensorAt(a.get("context"), "context"));
+            case "commit" -> {
+                DraftRows g = group(a, op);
+                g.commit(WireValues.readInts(a.get("accepted"), "accepted"), f.tensorAt(a.get("context"), "context"));
+                experts(g, r);
+            }
             case "capture" -> {
                 RowCheckpoint cp = group(a, op).capture(WireValues.integer(a, "row", "capture"));
                 r.set("checkpoint", WireValues.checkpoint(cp, out));
@@ -226,5 +234,24 @@ public final class WireServer {
         c.putArray("layouts").add("hf").add("companion");
         c.put("maxRows", Math.min(caps.maxRows(), 1 << 20));
         c.put("maxDepth", caps.maxDepth());
+        c.put("routerChoices", true);
+    }
+
+    /** The router choices of the call just made, when the backend's rows report them (WIRE.md §5, spec §12.5). */
+    private static void experts(DraftRows g, ObjectNode r) {
+        if (!(g instanceof RouterChoices rc)) {
+            return;
+        }
+        List<RouterChoices.Choice> choices = rc.lastRouterChoices();
+        if (choices.isEmpty()) {
+            return;
+        }
+        ArrayNode list = r.putArray("experts");
+        for (RouterChoices.Choice ch : choices) {
+            ArrayNode one = list.addArray().add(ch.row()).add(ch.position());
+            for (int e : ch.experts()) {
+                one.add(e);
+            }
+        }
     }
 }

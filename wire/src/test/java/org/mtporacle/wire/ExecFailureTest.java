@@ -75,6 +75,16 @@ class ExecFailureTest {
     }
 
     @Test
+    void anEngineWhoseExpertsListIsMalformedFailsThatChainNamingTheEntry() {
+        ChainOutcome[] out = twoChains("bad-experts", Duration.ofSeconds(30));
+        assertThat(out[0].passed()).isFalse();
+        assertThat(out[0].divergence().actionIndex()).isEqualTo(1);
+        assertThat(out[0].divergence().message()).contains("prefill").contains("result.experts[0] is [0,0]")
+                .contains("WIRE.md §5");
+        assertThat(out[1].passed()).as("%s", out[1].divergence()).isTrue();
+    }
+
+    @Test
     void anEngineThatWritesGarbageOnStdoutIsReportedWithTheBytes() {
         ChainOutcome[] out = twoChains("garbage", Duration.ofSeconds(30));
         assertThat(out[0].passed()).isFalse();

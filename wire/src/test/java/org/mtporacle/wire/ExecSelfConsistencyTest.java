@@ -77,6 +77,14 @@ class ExecSelfConsistencyTest {
     }
 
     @Test
+    void andOnTheMoeFixtureWhoseRouterChoicesCrossTheWire() {
+        ChainOutcome.Stats s = campaign("tiny-moe", 3, 3);
+        assertThat(s.router().compared()).as("expert choices compared (WIRE.md §5 experts)").isGreaterThan(20);
+        assertThat(s.router().nearTies()).isZero();
+        assertThat(s.maxKvNmse()).isZero();
+    }
+
+    @Test
     void theHandshakeCarriesTheReferencesProfile() {
         assertThat(backend.availability().available()).isTrue();
         assertThat(backend.profiles()).singleElement().satisfies(p -> {

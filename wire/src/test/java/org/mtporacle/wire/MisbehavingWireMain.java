@@ -155,7 +155,17 @@ public final class MisbehavingWireMain {
         }
     }
 
-    private record Rows(DraftRows g) implements DraftRows {
+    private static volatile boolean badExperts;
+
+    private record Rows(DraftRows g) implements DraftRows, org.mtporacle.api.RouterChoices {
+        @Override
+        public List<Choice> lastRouterChoices() {
+            if (badExperts) {
+                return List.of(new Choice(0, 0, new int[0])); // [row, position] and no expert: not a choice
+            }
+            return g instanceof org.mtporacle.api.RouterChoices rc ? rc.lastRouterChoices() : List.of();
+        }
+
         @Override
         public int rowCount() {
             return g.rowCount();
@@ -176,7 +186,11 @@ public final class MisbehavingWireMain {
             if (mode.equals("lenient")) {
                 return;
             }
-            misbehave();
+            if (mode.equals("bad-experts")) {
+                badExperts = misbehaveNow();
+            } else {
+                misbehave();
+            }
             g.prefill(tokens, context);
         }
 

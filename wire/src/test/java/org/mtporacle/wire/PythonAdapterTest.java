@@ -103,6 +103,14 @@ class PythonAdapterTest {
     }
 
     @Test
+    void theNumpyBackendFollowsTheReferenceOnTheMoeFixturesAndItsExpertChoicesAreCompared() {
+        ChainOutcome.Stats s = lockstep("tiny-moe", 4, 7);
+        assertThat(s.router().compared()).as("expert choices compared (WIRE.md §5 experts)").isGreaterThan(20);
+        assertThat(s.comparedTokens()).isGreaterThan(5);
+        assertThat(lockstep("tiny-moe-q4", 2, 8).router().compared()).isGreaterThan(5);
+    }
+
+    @Test
     void theBrokenCopyIsCaughtAndShrunkToAFewActions() {
         ExecBackend b = new ExecBackend(exec(BROKEN), Duration.ofSeconds(120));
         MtpModel model = FixtureRecipe.named("tiny").load(TestEngines.fixtureCache());

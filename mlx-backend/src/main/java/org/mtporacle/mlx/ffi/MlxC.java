@@ -67,6 +67,15 @@ public final class MlxC {
     private final MethodHandle mlxVectorArrayNew;
     private final MethodHandle mlxVectorArrayAppendValue;
     private final MethodHandle mlxVectorArrayFree;
+    private final MethodHandle mlxVectorArraySize;
+    private final MethodHandle mlxVectorArraySet;
+    private final MethodHandle mlxVectorArrayGet;
+    // closure.h, compile.h
+    private final MethodHandle mlxClosureNew;
+    private final MethodHandle mlxClosureNewFunc;
+    private final MethodHandle mlxClosureFree;
+    private final MethodHandle mlxClosureApply;
+    private final MethodHandle mlxCompile;
     // array.h
     private final MethodHandle mlxArrayNew;
     private final MethodHandle mlxArrayNewData;
@@ -143,6 +152,14 @@ public final class MlxC {
         mlxVectorArrayNew = h("mlx_vector_array_new", HANDLE);
         mlxVectorArrayAppendValue = h("mlx_vector_array_append_value", JAVA_INT, HANDLE, HANDLE);
         mlxVectorArrayFree = h("mlx_vector_array_free", JAVA_INT, HANDLE);
+        mlxVectorArraySize = h("mlx_vector_array_size", JAVA_LONG, HANDLE);
+        mlxVectorArraySet = h("mlx_vector_array_set", JAVA_INT, ADDRESS, HANDLE);
+        mlxVectorArrayGet = h("mlx_vector_array_get", JAVA_INT, ADDRESS, HANDLE, JAVA_LONG);
+        mlxClosureNew = h("mlx_closure_new", HANDLE);
+        mlxClosureNewFunc = h("mlx_closure_new_func", HANDLE, ADDRESS);
+        mlxClosureFree = h("mlx_closure_free", JAVA_INT, HANDLE);
+        mlxClosureApply = h("mlx_closure_apply", JAVA_INT, ADDRESS, HANDLE, HANDLE);
+        mlxCompile = h("mlx_compile", JAVA_INT, ADDRESS, HANDLE, JAVA_BOOLEAN);
         mlxArrayNew = h("mlx_array_new", HANDLE);
         mlxArrayNewData = h("mlx_array_new_data", HANDLE, ADDRESS, ADDRESS, JAVA_INT, JAVA_INT);
         mlxArrayFree = h("mlx_array_free", JAVA_INT, HANDLE);
@@ -301,6 +318,57 @@ public final class MlxC {
 
     public int mlx_vector_array_free(MemorySegment vec) {
         try { return (int) mlxVectorArrayFree.invokeExact(vec); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    /** {@code mlx_vector_array_set(mlx_vector_array* vec, const mlx_vector_array src)}: copies src's arrays into *vec. */
+    public int mlx_vector_array_set(MemorySegment vec, MemorySegment src) {
+        try { return (int) mlxVectorArraySet.invokeExact(vec, src); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public long mlx_vector_array_size(MemorySegment vec) {
+        try { return (long) mlxVectorArraySize.invokeExact(vec); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    /** {@code mlx_vector_array_get(mlx_array* res, const mlx_vector_array vec, size_t idx)}. */
+    public int mlx_vector_array_get(MemorySegment res, MemorySegment vec, long idx) {
+        try { return (int) mlxVectorArrayGet.invokeExact(res, vec, idx); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    // ---- closure.h, compile.h
+
+    /** {@code typedef int (*fun)(mlx_vector_array* res, const mlx_vector_array input)} of {@code mlx_closure_new_func}. */
+    public static final FunctionDescriptor CLOSURE_FUNC = FunctionDescriptor.of(JAVA_INT, ADDRESS, HANDLE);
+
+    /** The {@code MethodType} a closure's upcall target must have. */
+    public static MethodType closureFuncType() {
+        return MethodType.methodType(int.class, MemorySegment.class, MemorySegment.class);
+    }
+
+    /** An upcall stub for {@link #CLOSURE_FUNC} calling {@code target(MemorySegment resPtr, MemorySegment input)}. */
+    public MemorySegment closureFuncStub(MethodHandle target, Arena arena) {
+        return linker.upcallStub(target, CLOSURE_FUNC, arena);
+    }
+
+    public MemorySegment mlx_closure_new(SegmentAllocator a) {
+        try { return (MemorySegment) mlxClosureNew.invokeExact(a); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public MemorySegment mlx_closure_new_func(SegmentAllocator a, MemorySegment fun) {
+        try { return (MemorySegment) mlxClosureNewFunc.invokeExact(a, fun); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_closure_free(MemorySegment cls) {
+        try { return (int) mlxClosureFree.invokeExact(cls); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    /** {@code mlx_closure_apply(mlx_vector_array* res, mlx_closure cls, const mlx_vector_array input)}. */
+    public int mlx_closure_apply(MemorySegment res, MemorySegment cls, MemorySegment input) {
+        try { return (int) mlxClosureApply.invokeExact(res, cls, input); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    /** {@code mlx_compile(mlx_closure* res, const mlx_closure fun, bool shapeless)}. */
+    public int mlx_compile(MemorySegment res, MemorySegment fun, boolean shapeless) {
+        try { return (int) mlxCompile.invokeExact(res, fun, shapeless); } catch (Throwable t) { throw rethrow(t); }
     }
 
     // ---- array.h

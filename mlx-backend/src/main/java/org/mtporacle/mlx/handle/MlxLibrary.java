@@ -136,6 +136,11 @@ public final class MlxLibrary {
         }
     }
 
+    /** Drops a recorded native message that no status will report (e.g. after a failed trace). */
+    void clearError() {
+        lastError.remove();
+    }
+
     /** The raw bindings (for {@code …mlx.handle} only). */
     MlxC c() {
         return c;

@@ -37,6 +37,14 @@ public final class MlxOps {
         return scope;
     }
 
+    MlxLibrary library() {
+        return lib;
+    }
+
+    MlxStream stream() {
+        return stream;
+    }
+
     /** How many arrays these ops copied to the host so far ({@link #toFloats}, {@link #toInts}, {@link #toHost}). */
     public int hostReads() {
         return hostReads;
