@@ -22,8 +22,9 @@ import org.mtporacle.api.LinearWeight;
  * docs/cli.md, "mtp bench"). Where the rows have no scalar tail the four rows' loop runs inside the format
  * ({@link WeightFormat.Bf16#quarters}), and where they are a multiple of four chunks long the four streams also run
  * half a row out of step ({@link WeightFormat.Bf16#staggered}), so two of them, not all four, enter a new row (a new
- * page at the qwen3.5 head's 4 KiB rows) at a time: the 248320-row head on one thread went from about 1.2× to about
- * 1.1× a plain read of its bytes, with every row's arithmetic, hence its bits, unchanged.
+ * page at the qwen3.5 head's 4 KiB rows) at a time, with every row's arithmetic, hence its bits, unchanged. Against a
+ * plain read of the same bytes, one thread, 248320 rows: K = 2048 about 1.2× → 1.1×, K = 1024 1.2× → 0.95×, but
+ * K = 512 1.03× → 1.12× (blocks of 8 chunks), hence {@link WeightFormat.Bf16#staggers} from K = 64 chunks.
  */
 final class MatVec {
     private MatVec() {
@@ -57,7 +58,7 @@ final class MatVec {
             float[] four = new float[4];
             int quarter = (oTo - oFrom) / 4;
             if (n == in && quarter > 0) {
-                if (in % (4 * LaneSum.L) == 0) {
+                if (b.staggers()) {
                     b.staggered(out, outOff, xp, oFrom, quarter);
                 } else {
                     b.quarters(out, outOff, xp, oFrom, quarter);

@@ -175,9 +175,10 @@ sealed interface WeightFormat permits WeightFormat.F32, WeightFormat.F16, Weight
         }
 
         /**
-         * {@code out[outOff + o + k·quarter] = LaneSum(dot) + 0f} for {@code o ∈ [from, from + quarter)}, {@code k < 4},
-         * when the row has no scalar tail ({@code vectorEnd() == in}): {@link #dot4} row by row with the results
-         * stored directly ({@code + 0f} is {@link MatVec}'s empty tail, so the same bits as {@link MatVec#finish}).
+         * {@code out[outOff + o + k·quarter] = LaneSum(dot) + 0f} for {@code o ∈ [from, from + quarter)},
+         * {@code k < 4}, when the row has no scalar tail ({@code vectorEnd() == in}): {@link #dot4} row by row with
+         * the results stored directly ({@code + 0f} is {@link MatVec}'s empty tail, so the same bits as
+         * {@link MatVec#finish}).
          */
         void quarters(float[] out, int outOff, float[] xp, int from, int quarter) {
             long rowBytes = 2L * in;
@@ -205,14 +206,19 @@ sealed interface WeightFormat permits WeightFormat.F32, WeightFormat.F16, Weight
             }
         }
 
+        /** Whether {@link #staggered} applies: rows of whole blocks of at least 16 chunks (see {@link MatVec}). */
+        boolean staggers() {
+            return in % (4 * L) == 0 && in >= 64 * L;
+        }
+
         /**
          * {@link #quarters} with the four streams half a row out of step, for rows of a multiple of four chunks
-         * ({@code in % 4L == 0}): each stream is read in blocks of a quarter row, streams 1 and 3 two blocks behind
-         * streams 0 and 2. Each row still takes its chunks in order into its own accumulator from zero, so the
-         * results are {@link #quarters}'s bits; only the order in which the four streams are read changes (see
-         * {@link MatVec} for why). One loop serves every block: in the first two, streams 1 and 3 are not yet due,
-         * and in the last two, streams 0 and 2 are done; those run over a block they read anyway and their sums are
-         * dropped.
+         * ({@code in % 4L == 0}; used where {@link #staggers}): each stream is read in blocks of a quarter row,
+         * streams 1 and 3 two blocks behind streams 0 and 2. Each row still takes its chunks in order into its own
+         * accumulator from zero, so the results are {@link #quarters}'s bits; only the order in which the four
+         * streams are read changes (see {@link MatVec} for why). One loop serves every block: in the first two,
+         * streams 1 and 3 are not yet due, and in the last two, streams 0 and 2 are done; those run over a block they
+         * read anyway and their sums are dropped.
          */
         void staggered(float[] out, int outOff, float[] xp, int from, int quarter) {
             int per = in / L; // chunks per row
