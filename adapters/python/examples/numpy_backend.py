@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mtp_wire  # noqa: E402
 from mtp_wire import errors as E  # noqa: E402
 from numpy_mtp.block import Block, RowCache, rms_norm, sigmoid  # noqa: E402,F401
-from numpy_mtp.modelfiles import (EMBED_NAMES, HEAD_NAMES, LINEARS, NORMS, Config, Quant, Weights,  # noqa: E402,F401
+from numpy_mtp.modelfiles import (ATTENTION_LINEARS, EMBED_NAMES, HEAD_NAMES, LINEARS, NORMS, Config, Quant, Weights,  # noqa: E402,F401
                                   dequantize, load_model, read_json, read_safetensors)
 from numpy_mtp.moe import MoeMlp, softmax_f32, top_k  # noqa: E402,F401
 from numpy_mtp.rows import MAX_DEPTH, MIN_TEMPERATURE, SCHEMA, Model, Row, Rows  # noqa: E402,F401

@@ -177,6 +177,16 @@ class TransformersImportSafetyTest(unittest.TestCase):
         finally:
             c.close()
 
+    def test_every_numpy_backend_name_the_transformers_engine_uses_exists(self):
+        """transformers_backend runs only where torch is; the names it takes from numpy_backend are checked here (a
+        missing re-export once failed its first GPU run)."""
+        import re
+        with open(os.path.join(EXAMPLES, "transformers_backend.py"), encoding="utf-8") as f:
+            names = set(re.findall(r"\bnb\.([A-Za-z_]\w*)", f.read()))
+        self.assertIn("ATTENTION_LINEARS", names)
+        for n in sorted(names):
+            self.assertTrue(hasattr(nb, n), "numpy_backend has no " + n)
+
     @unittest.skipUnless(os.path.isdir(EXTERNAL_MOE), "external MoE reference data not found")
     def test_moe_weights_map_onto_transformers_fused_and_per_expert_names(self):
         """TorchLayers._moe_state, torch replaced by numpy: transformers' fused gate_up_proj holds each expert's
