@@ -206,15 +206,21 @@ sealed interface WeightFormat permits WeightFormat.F32, WeightFormat.F16, Weight
             }
         }
 
-        /** Whether {@link #staggered} applies: rows of whole blocks of at least 16 chunks (see {@link MatVec}). */
+        /** Whether {@link #staggered} applies: rows of at least 64 chunks, in whole blocks (see {@link MatVec}). */
         boolean staggers() {
-            return in % (4 * L) == 0 && in >= 64 * L;
+            int per = in / L;
+            return in % L == 0 && per >= 64 && per % 4 == 0 && per % block(per) == 0;
+        }
+
+        /** Chunks per block of {@link #staggered} for rows of {@code per} chunks: a quarter row, at most 32. */
+        private static int block(int per) {
+            return Math.min(per / 4, 32);
         }
 
         /**
-         * {@link #quarters} with the four streams half a row out of step, for rows of a multiple of four chunks
-         * ({@code in % 4L == 0}; used where {@link #staggers}): each stream is read in blocks of a quarter row,
-         * streams 1 and 3 two blocks behind streams 0 and 2. Each row still takes its chunks in order into its own
+         * {@link #quarters} with the four streams out of step, where {@link #staggers}: each stream is read in
+         * blocks of a quarter row or 32 chunks (1 KiB of BF16 at 16 lanes), whichever is less, streams 1 and 3 two
+         * blocks behind streams 0 and 2 (half a 4 KiB page from 2048 columns on). Each row still takes its chunks in order into its own
          * accumulator from zero, so the results are {@link #quarters}'s bits; only the order in which the four
          * streams are read changes (see {@link MatVec} for why). One loop serves every block: in the first two,
          * streams 1 and 3 are not yet due, and in the last two, streams 0 and 2 are done; those run over a block they
@@ -222,7 +228,7 @@ sealed interface WeightFormat permits WeightFormat.F32, WeightFormat.F16, Weight
          */
         void staggered(float[] out, int outOff, float[] xp, int from, int quarter) {
             int per = in / L; // chunks per row
-            int blk = per / 4; // chunks per block
+            int blk = block(per); // chunks per block
             long s = quarter * 2L * in;
             long gap = 2 * s;
             long base = from * 2L * in;
@@ -232,7 +238,7 @@ sealed interface WeightFormat permits WeightFormat.F32, WeightFormat.F16, Weight
             FloatVector a1 = zero;
             FloatVector a2 = zero;
             FloatVector a3 = zero;
-            for (int b = 0, blocks = 4 * quarter + 2; b < blocks; b++) {
+            for (int b = 0, blocks = quarter * (per / blk) + 2; b < blocks; b++) {
                 long ga = (long) b * blk; // chunk of streams 0, 2 (past last: done)
                 long gb = ga - 2L * blk; // chunk of streams 1, 3 (negative: not begun)
                 long ca = Math.min(ga, last);

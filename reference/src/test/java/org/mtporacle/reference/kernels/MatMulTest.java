@@ -43,8 +43,9 @@ class MatMulTest {
             c.add(new Case(f, 140, 1000, 9)); // 128-row panels (512 KiB at K = 1000): 2, the last of 12 rows
             c.add(new Case(f, 37, 4100, 5)); // 28-row panels at K = 4100: 28 + 9
             // K a multiple of the lane count: no scalar tail, the BF16 mat-vec's quarters in one loop (K = 48, 64,
-            // 256), from 64 chunks staggered (K = 1024: 7 rows, one per quarter, then 3 past them; K = 2048)
-            for (int[] oi : new int[][] {{37, 48}, {7, 64}, {67, 256}, {7, 1024}, {130, 2048}}) {
+            // 256), from 64 chunks staggered (K = 1024: 7 rows, one per quarter, then 3 past them; K = 2048; K = 4096
+            // in blocks of 32 chunks, not a quarter row)
+            for (int[] oi : new int[][] {{37, 48}, {7, 64}, {67, 256}, {7, 1024}, {130, 2048}, {9, 4096}}) {
                 c.add(new Case(f, oi[0], oi[1], 1));
                 c.add(new Case(f, oi[0], oi[1], 6));
             }
@@ -101,6 +102,7 @@ class MatMulTest {
         SplittableRandom rnd = new SplittableRandom(SEED);
         for (Case c : List.of(new Case("BF16", 67, 300, 1), new Case("BF16", 67, 300, 7), new Case("BF16", 67, 256, 1),
                 new Case("BF16", 37, 48, 1), new Case("BF16", 67, 2048, 1), new Case("BF16", 9, 1024, 1),
+                new Case("BF16", 21, 4096, 1),
                 new Case("affine/4/64", 71, 512, 1), new Case("affine/4/64", 71, 512, 6),
                 new Case("affine/3/32", 37, 256, 5), new Case("F16", 129, 520, 1))) {
             TestWeights tw = c.weights(rnd);
