@@ -26,7 +26,8 @@ import org.mtporacle.api.LinearWeight;
  * plain read of the same bytes, one thread, 248320 rows: K = 2048 about 1.2× → 1.1×, K = 1024 1.2× → 0.95×, but
  * K = 512 1.03× → 1.12× (blocks of 8 chunks), hence {@link WeightFormat.Bf16#staggers} from K = 64 chunks; and
  * blocks of at most 32 chunks, so that at K = 4096 the lag is still half a page (12288 × 4096: 3.3 ms with the plain
- * quarters, 4.2 ms in quarter-row blocks, 3.0 ms in 32-chunk blocks).
+ * quarters, 4.2 ms in quarter-row blocks, 3.0 ms in 32-chunk blocks). At K = 8192 (24576 rows) it did not help
+ * (14.9 ms plain, 15.9 ms staggered), so rows of more than 256 chunks keep the plain quarters.
  */
 final class MatVec {
     private MatVec() {

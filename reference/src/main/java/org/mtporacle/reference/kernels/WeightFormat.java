@@ -206,10 +206,10 @@ sealed interface WeightFormat permits WeightFormat.F32, WeightFormat.F16, Weight
             }
         }
 
-        /** Whether {@link #staggered} applies: rows of at least 64 chunks, in whole blocks (see {@link MatVec}). */
+        /** Whether {@link #staggered} applies: rows of 64 to 256 chunks, in whole blocks (see {@link MatVec}). */
         boolean staggers() {
             int per = in / L;
-            return in % L == 0 && per >= 64 && per % 4 == 0 && per % block(per) == 0;
+            return in % L == 0 && per >= 64 && per <= 256 && per % 4 == 0 && per % block(per) == 0;
         }
 
         /** Chunks per block of {@link #staggered} for rows of {@code per} chunks: a quarter row, at most 32. */
@@ -220,54 +220,66 @@ sealed interface WeightFormat permits WeightFormat.F32, WeightFormat.F16, Weight
         /**
          * {@link #quarters} with the four streams out of step, where {@link #staggers}: each stream is read in
          * blocks of a quarter row or 32 chunks (1 KiB of BF16 at 16 lanes), whichever is less, streams 1 and 3 two
-         * blocks behind streams 0 and 2 (half a 4 KiB page from 2048 columns on). Each row still takes its chunks in order into its own
-         * accumulator from zero, so the results are {@link #quarters}'s bits; only the order in which the four
-         * streams are read changes (see {@link MatVec} for why). One loop serves every block: in the first two,
-         * streams 1 and 3 are not yet due, and in the last two, streams 0 and 2 are done; those run over a block they
-         * read anyway and their sums are dropped.
+         * blocks behind streams 0 and 2 (half a 4 KiB page from 2048 columns on). Each row still takes its chunks in
+         * order into its own accumulator from zero, so the results are {@link #quarters}'s bits; only the order in
+         * which the four streams are read changes (see {@link MatVec} for why). One loop serves every block: in the
+         * first two, streams 1 and 3 are not yet due, and in the last two, streams 0 and 2 are done; those run over a
+         * block they read anyway and their sums are dropped. Positions advance by counters (no division per block).
          */
         void staggered(float[] out, int outOff, float[] xp, int from, int quarter) {
             int per = in / L; // chunks per row
             int blk = block(per); // chunks per block
-            long s = quarter * 2L * in;
-            long gap = 2 * s;
-            long base = from * 2L * in;
-            long last = (long) quarter * per - blk; // the first chunk of a stream's last block
+            long step = 2L * L * blk; // bytes per block
+            long gap = 2 * (quarter * 2L * in); // stream 0 to stream 2, stream 1 to stream 3
+            int blocks = quarter * (per / blk); // blocks per stream
+            long ra = from * 2L * in; // the block streams 0, 2 read (their last once they are done)
+            long rb = ra + quarter * 2L * in; // the block streams 1, 3 read (their first until they are due)
+            int ka = 0; // chunk of streams 0, 2 within their row
+            int kb = 0;
+            int oa = outOff + from; // output of stream 0's row
+            int ob = oa + quarter;
             FloatVector zero = FloatVector.zero(F);
             FloatVector a0 = zero;
             FloatVector a1 = zero;
             FloatVector a2 = zero;
             FloatVector a3 = zero;
-            for (int b = 0, blocks = quarter * (per / blk) + 2; b < blocks; b++) {
-                long ga = (long) b * blk; // chunk of streams 0, 2 (past last: done)
-                long gb = ga - 2L * blk; // chunk of streams 1, 3 (negative: not begun)
-                long ca = Math.min(ga, last);
-                long cb = Math.max(gb, 0);
-                long ra = base + 2L * L * ca;
-                long rb = base + s + 2L * L * cb;
-                int xa = (int) (ca % per) * L;
-                int xb = (int) (cb % per) * L;
+            for (int b = 0; b < blocks + 2; b++) {
                 for (int i = 0, n = blk * L; i < n; i += L) {
-                    FloatVector va = FloatVector.fromArray(F, xp, xa + i);
-                    FloatVector vb = FloatVector.fromArray(F, xp, xb + i);
+                    FloatVector va = FloatVector.fromArray(F, xp, ka * L + i);
+                    FloatVector vb = FloatVector.fromArray(F, xp, kb * L + i);
                     a0 = load(data, ra + 2L * i).fma(va, a0);
                     a1 = load(data, rb + 2L * i).fma(vb, a1);
                     a2 = load(data, ra + gap + 2L * i).fma(va, a2);
                     a3 = load(data, rb + gap + 2L * i).fma(vb, a3);
                 }
-                if (ga <= last && (ga + blk) % per == 0) { // streams 0 and 2 finished a row
-                    int o = outOff + from + (int) (ga / per);
-                    out[o] = LaneSum.sum(a0) + 0f;
-                    out[o + 2 * quarter] = LaneSum.sum(a2) + 0f;
-                    a0 = zero;
-                    a2 = zero;
-                }
-                if (gb < 0 || (gb + blk) % per == 0) {
-                    if (gb >= 0) { // streams 1 and 3 finished a row
-                        int o = outOff + from + quarter + (int) (gb / per);
-                        out[o] = LaneSum.sum(a1) + 0f;
-                        out[o + 2 * quarter] = LaneSum.sum(a3) + 0f;
+                if (b < blocks) { // streams 0 and 2 read a block of theirs
+                    ka += blk;
+                    if (ka == per) { // and finished a row
+                        out[oa] = LaneSum.sum(a0) + 0f;
+                        out[oa + 2 * quarter] = LaneSum.sum(a2) + 0f;
+                        a0 = zero;
+                        a2 = zero;
+                        ka = 0;
+                        oa++;
                     }
+                    if (b + 1 < blocks) {
+                        ra += step;
+                    }
+                }
+                if (b >= 2) { // streams 1 and 3 read a block of theirs
+                    kb += blk;
+                    if (kb == per) { // and finished a row
+                        out[ob] = LaneSum.sum(a1) + 0f;
+                        out[ob + 2 * quarter] = LaneSum.sum(a3) + 0f;
+                        a1 = zero;
+                        a3 = zero;
+                        kb = 0;
+                        ob++;
+                    }
+                    if (b + 1 < blocks + 2) {
+                        rb += step;
+                    }
+                } else { // not due yet: their sums are dropped
                     a1 = zero;
                     a3 = zero;
                 }

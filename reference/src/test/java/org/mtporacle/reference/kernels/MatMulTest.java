@@ -43,9 +43,9 @@ class MatMulTest {
             c.add(new Case(f, 140, 1000, 9)); // 128-row panels (512 KiB at K = 1000): 2, the last of 12 rows
             c.add(new Case(f, 37, 4100, 5)); // 28-row panels at K = 4100: 28 + 9
             // K a multiple of the lane count: no scalar tail, the BF16 mat-vec's quarters in one loop (K = 48, 64,
-            // 256), from 64 chunks staggered (K = 1024: 7 rows, one per quarter, then 3 past them; K = 2048; K = 4096
-            // in blocks of 32 chunks, not a quarter row)
-            for (int[] oi : new int[][] {{37, 48}, {7, 64}, {67, 256}, {7, 1024}, {130, 2048}, {9, 4096}}) {
+            // 256, 8192), from 64 to 256 chunks staggered (K = 1024: 7 rows, one per quarter, then 3 past them;
+            // K = 2048; K = 4096 in blocks of 32 chunks, not a quarter row)
+            for (int[] oi : new int[][] {{37, 48}, {7, 64}, {67, 256}, {7, 1024}, {130, 2048}, {9, 4096}, {5, 8192}}) {
                 c.add(new Case(f, oi[0], oi[1], 1));
                 c.add(new Case(f, oi[0], oi[1], 6));
             }
