@@ -33,6 +33,14 @@ public interface DeviceProbe {
         return -1;
     }
 
+    /**
+     * Nanoseconds this model's own worker thread (where it has one that runs every call) has spent running calls
+     * since it was loaded, or −1 when it has none. A call's time beyond it is the hand-off to that thread and back.
+     */
+    default long workerNanos() {
+        return -1;
+    }
+
     /** The device the figures are for, in words ({@code "mlx gpu"}). */
     String device();
 }

@@ -41,7 +41,7 @@ public final class DeviceDraftBench {
      */
     public record Row(String preset, String weights, int batch, long weightBytes, double ms, double draftMs,
                       double commitMs, double floorMs, double ratio, double opsPerRound, double opsMs,
-                      double evalMs, String variant) {
+                      double evalMs, double workerMs, String variant) {
     }
 
     /** Every row, with the device, the bandwidth the floors use and the per-operation time. */
@@ -60,18 +60,19 @@ public final class DeviceDraftBench {
                         + "each operation of a round pays); ops ms = operations per round × that%n",
                         operationSeconds * 1e6));
             }
-            sb.append("  eval ms = time inside the device's evaluations (graph run and wait); round ms − eval ms is host"
-                    + " work\n");
+            sb.append("  eval ms = time inside the device's evaluations (graph run and wait); worker ms = time on the"
+                    + " backend's own thread (evaluations, graph building, uploads); round ms − worker ms is the"
+                    + " hand-off to that thread and back, and the caller's checks\n");
             boolean varied = rows.stream().anyMatch(r -> !r.variant().isEmpty());
-            sb.append(String.format(Locale.ROOT, "  %-14s %-7s %3s %10s %9s %9s %9s %9s %8s %8s %8s %8s%s%n",
+            sb.append(String.format(Locale.ROOT, "  %-14s %-7s %3s %10s %9s %9s %9s %9s %8s %8s %8s %8s %9s%s%n",
                     "preset", "weights", "B", "weights MB", "round ms", "draft ms", "commit ms", "floor ms",
-                    "x floor", "ops", "ops ms", "eval ms", varied ? "  options" : ""));
+                    "x floor", "ops", "ops ms", "eval ms", "worker ms", varied ? "  options" : ""));
             for (Row r : rows) {
                 sb.append(String.format(Locale.ROOT,
-                        "  %-14s %-7s %3d %10.1f %9.3f %9.3f %9.3f %9.3f %8.2f %8.0f %8.3f %8.3f%s%n",
+                        "  %-14s %-7s %3d %10.1f %9.3f %9.3f %9.3f %9.3f %8.2f %8.0f %8.3f %8.3f %9.3f%s%n",
                         r.preset(), r.weights(), r.batch(), r.weightBytes() / 1e6, r.ms(), r.draftMs(),
                         r.commitMs(), r.floorMs(), r.ratio(), r.opsPerRound(), r.opsMs(), r.evalMs(),
-                        varied ? "  " + r.variant() : ""));
+                        r.workerMs(), varied ? "  " + r.variant() : ""));
             }
             sb.append("  numerics: ").append(numerics).append('\n');
             return sb.toString();
@@ -87,9 +88,9 @@ public final class DeviceDraftBench {
                 sb.append(i == 0 ? "" : ", ").append(String.format(Locale.ROOT, "{\"preset\": \"%s\", \"weights\": "
                         + "\"%s\", \"batch\": %d, \"weightBytes\": %d, \"ms\": %.4f, \"draftMs\": %.4f, "
                         + "\"commitMs\": %.4f, \"floorMs\": %s, \"ratio\": %s, \"opsPerRound\": %s, \"opsMs\": %s, "
-                        + "\"evalMs\": %s, \"options\": \"%s\"}",
+                        + "\"evalMs\": %s, \"workerMs\": %s, \"options\": \"%s\"}",
                         r.preset(), r.weights(), r.batch(), r.weightBytes(), r.ms(), r.draftMs(), r.commitMs(),
-                        num(r.floorMs()), num(r.ratio()), num(r.opsPerRound()), num(r.opsMs()), num(r.evalMs()),
+                        num(r.floorMs()), num(r.ratio()), num(r.opsPerRound()), num(r.opsMs()), num(r.evalMs()), num(r.workerMs()),
                         r.variant()));
             }
             return sb.append("]}").toString();
@@ -165,7 +166,7 @@ public final class DeviceDraftBench {
                                 double floor = bytes / bandwidth * 1e3;
                                 rows.add(new Row(p.name(), w, b, bytes, t.round(), t.draft(), t.commit(), floor,
                                         t.round() / floor, t.opsPerRound(), t.opsPerRound() * opSeconds * 1e3,
-                                        t.evalMs(), label));
+                                        t.evalMs(), t.workerMs(), label));
                             }
                         }
                     }
@@ -176,7 +177,7 @@ public final class DeviceDraftBench {
     }
 
     /** Medians of a round, its draft and its commit (ms), and the operations a round issues (NaN if unknown). */
-    record Times(double round, double draft, double commit, double opsPerRound, double evalMs) {
+    record Times(double round, double draft, double commit, double opsPerRound, double evalMs, double workerMs) {
     }
 
     /** A greedy draft round of depth 1 plus a commit accepting nothing, over {@code b} rows, {@code rounds} times. */
@@ -205,18 +206,22 @@ public final class DeviceDraftBench {
             double[] commit = new double[rounds];
             double[] round = new double[rounds];
             double[] evalMs = new double[rounds];
+            double[] workerMs = new double[rounds];
             long opsBefore = dm instanceof DeviceProbe p ? p.operations() : 0;
             for (int r = 0; r < rounds; r++) {
                 long evalBefore = dm instanceof DeviceProbe p ? p.evaluationNanos() : -1;
+                long workerBefore = dm instanceof DeviceProbe p ? p.workerNanos() : -1;
                 long[] t = round(rows, b, r, vocab, greedy, accepted, context);
                 long evalAfter = dm instanceof DeviceProbe p ? p.evaluationNanos() : -1;
+                long workerAfter = dm instanceof DeviceProbe p ? p.workerNanos() : -1;
                 evalMs[r] = evalBefore < 0 || evalAfter < 0 ? Double.NaN : (evalAfter - evalBefore) / 1e6;
+                workerMs[r] = workerBefore < 0 || workerAfter < 0 ? Double.NaN : (workerAfter - workerBefore) / 1e6;
                 draft[r] = (t[1] - t[0]) / 1e6;
                 commit[r] = (t[2] - t[1]) / 1e6;
                 round[r] = (t[2] - t[0]) / 1e6;
             }
             double ops = dm instanceof DeviceProbe p ? (double) (p.operations() - opsBefore) / rounds : Double.NaN;
-            return new Times(median(round), median(draft), median(commit), ops, median(evalMs));
+            return new Times(median(round), median(draft), median(commit), ops, median(evalMs), median(workerMs));
         }
     }
 

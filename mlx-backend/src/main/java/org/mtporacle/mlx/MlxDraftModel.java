@@ -239,6 +239,11 @@ public final class MlxDraftModel implements DraftModel, DeviceProbe {
     }
 
     @Override
+    public long workerNanos() {
+        return lib.thread().busyNanos();
+    }
+
+    @Override
     public void close() {
         if (!closed) {
             closed = true;
