@@ -83,7 +83,11 @@ public final class MlxArray implements AutoCloseable {
             owner.forget(this);
             owner = null;
         }
-        lib.thread().run(() -> lib.check("mlx_array_free", lib.c().mlx_array_free(handle)));
+        lib.thread().run(() -> {
+            long t0 = NativeTimes.start();
+            lib.check("mlx_array_free", lib.c().mlx_array_free(handle));
+            NativeTimes.end("mlx_array_free", t0);
+        });
     }
 
     @Override

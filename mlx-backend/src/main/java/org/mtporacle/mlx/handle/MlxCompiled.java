@@ -85,7 +85,9 @@ public final class MlxCompiled implements AutoCloseable {
                 lib.check("mlx_vector_array_append_value", c.mlx_vector_array_append_value(in, a.handle()));
             }
             failure = null;
+            long t0 = NativeTimes.start();
             int status = c.mlx_closure_apply(out, compiled, in);
+            NativeTimes.end("mlx_closure_apply (" + name + ")", t0);
             if (failure != null) {
                 Throwable f = failure;
                 failure = null;

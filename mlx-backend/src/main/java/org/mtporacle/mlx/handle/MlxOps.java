@@ -61,6 +61,7 @@ public final class MlxOps {
     }
 
     private MlxArray op(String name, Call call) {
+        long t0 = NativeTimes.start();
         MlxArray res = MlxArray.empty(lib);
         int status;
         try {
@@ -69,6 +70,7 @@ public final class MlxOps {
             res.close();
             throw e;
         }
+        NativeTimes.end(name, t0);
         if (status != 0) {
             res.close();
             lib.check(name, status);
@@ -188,7 +190,9 @@ public final class MlxOps {
             throw MtpException.invalidArgument("mlx: " + count + " host values (" + data.byteSize()
                     + " bytes) do not fill shape " + Arrays.toString(shape));
         }
+        long t0 = NativeTimes.start();
         MemorySegment h = c.mlx_array_new_data(Arena.ofAuto(), data, ints(shape), shape.length, dtype);
+        NativeTimes.end("mlx_array_new_data", t0);
         MlxArray a = new MlxArray(lib, h);
         if (h.get(ValueLayout.ADDRESS, 0).equals(MemorySegment.NULL)) {
             lib.check("mlx_array_new_data", 1);
@@ -213,6 +217,7 @@ public final class MlxOps {
         long start = System.nanoTime();
         int status = c.mlx_array_eval(a.handle());
         lib.addEvalNanos(System.nanoTime() - start);
+        NativeTimes.end("mlx_array_eval", start);
         lib.check("mlx_array_eval", status);
     }
 
@@ -242,6 +247,7 @@ public final class MlxOps {
             long start = System.nanoTime();
             int status = c.mlx_eval(v);
             lib.addEvalNanos(System.nanoTime() - start);
+            NativeTimes.end("mlx_eval", start);
             lib.check("mlx_eval", status);
         } finally {
             c.mlx_vector_array_free(v);
@@ -258,7 +264,10 @@ public final class MlxOps {
         if (n > 0 && p.equals(MemorySegment.NULL)) {
             lib.check("mlx_array_data_float32", 1);
         }
-        return n == 0 ? new float[0] : p.reinterpret(4 * n).toArray(ValueLayout.JAVA_FLOAT);
+        long t0 = NativeTimes.start();
+        float[] out = n == 0 ? new float[0] : p.reinterpret(4 * n).toArray(ValueLayout.JAVA_FLOAT);
+        NativeTimes.end("host read (f32 copy)", t0);
+        return out;
     }
 
     /** {@code a} as int32 on the host. Evaluates and makes contiguous first. */
@@ -271,7 +280,10 @@ public final class MlxOps {
         if (n > 0 && p.equals(MemorySegment.NULL)) {
             lib.check("mlx_array_data_int32", 1);
         }
-        return n == 0 ? new int[0] : p.reinterpret(4 * n).toArray(ValueLayout.JAVA_INT);
+        long t0 = NativeTimes.start();
+        int[] out = n == 0 ? new int[0] : p.reinterpret(4 * n).toArray(ValueLayout.JAVA_INT);
+        NativeTimes.end("host read (int32 copy)", t0);
+        return out;
     }
 
     /** {@code a} on the host as a tensor of {@code dtype} (F32 or BF16; values are exact widenings). */
