@@ -174,7 +174,6 @@ final class MlxBlock implements AutoCloseable {
     Step forward(MlxOps ops, MlxArray ids, MlxArray hin, Kv kv) {
         int b = hin.dim(0);
         int s = hin.dim(1);
-        int nH = c.numHeads();
         int nKv = c.numKvHeads();
         int d = c.headDim();
         boolean compiled = compile && s == 1;
