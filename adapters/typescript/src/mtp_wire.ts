@@ -212,6 +212,14 @@ export interface HelloResult {
   capabilities: Record<string, unknown>;
 }
 
+/** One MoE forward row's router choice (spec §12.5): the contract row, the KV position the forward row wrote (its
+ * RoPE position, spec §1.8), and the chosen experts in slot order (descending probability, spec §12.3). */
+export interface RouterChoice {
+  row: number;
+  position: number;
+  experts: ArrayLike<number>;
+}
+
 export interface DraftRows {
   rowCount(): number;
   append(checkpoints: unknown): void;
@@ -221,6 +229,10 @@ export interface DraftRows {
   commit(accepted: unknown, context: Tensor | null | unknown): void;
   capture(row: unknown): CapturedCheckpoint;
   close(): void;
+  /** Optional, for a MoE engine whose hello() claims `capabilities.routerChoices` (WIRE.md §4, §5; spec §12.5): the
+   * choices of every MoE forward row of the last successful prefill, draft or commit, in the order computed. The
+   * server sends them as the reply's `experts`; null, undefined or [] sends nothing. */
+  routerChoices?(): readonly RouterChoice[] | null | undefined;
 }
 
 export interface DraftModel {
@@ -325,6 +337,48 @@ function encode(header: Record<string, unknown>, tensors: Tensor[]): Uint8Array 
   return out;
 }
 
+const INT32_MAX = 2 ** 31 - 1;
+
+const isInt32 = (x: unknown): x is number => Number.isInteger(x) && (x as number) >= -INT32_MAX - 1
+  && (x as number) <= INT32_MAX;
+
+/** A handler's router choices as WIRE.md §5's `experts`, `[[row, position, e_0, …], …]`, or null when there are
+ * none. Throws (an engine failure) on anything else: the runner must never read a malformed list. */
+function expertsOut(choices: unknown): number[][] | null {
+  if (choices === null || choices === undefined) return null;
+  if (!Array.isArray(choices)) {
+    throw new Error(`routerChoices() returned ${typeof choices}, expected an array of { row, position, experts } `
+      + "or null (WIRE.md §5)");
+  }
+  const out: number[][] = [];
+  choices.forEach((c: unknown, i: number) => {
+    const at = `routerChoices()[${i}]`;
+    if (c === null || typeof c !== "object") {
+      throw new Error(`${at} is ${String(c)}, expected { row, position, experts } (WIRE.md §5)`);
+    }
+    const { row, position, experts } = c as Record<string, unknown>;
+    for (const [name, v] of [["row", row], ["position", position]] as const) {
+      if (!isInt32(v) || v < 0) {
+        throw new Error(`${at}.${name} is ${String(v)}, expected an integer in [0, 2^31) (WIRE.md §5)`);
+      }
+    }
+    const list = experts as ArrayLike<unknown> | null | undefined;
+    if (!(Array.isArray(list) || (ArrayBuffer.isView(list) && !(list instanceof DataView))) || list.length < 1) {
+      throw new Error(`${at}.experts is ${Array.isArray(list) ? "[]" : String(list)}, expected at least one expert `
+        + "(WIRE.md §5)");
+    }
+    const entry: number[] = [row as number, position as number];
+    for (let k = 0; k < list.length; k++) {
+      if (!isInt32(list[k])) {
+        throw new Error(`${at}.experts[${k}] is ${String(list[k])}, expected a 32-bit integer (WIRE.md §5)`);
+      }
+      entry.push(list[k] as number);
+    }
+    out.push(entry);
+  });
+  return out.length ? out : null;
+}
+
 function samplerIn(s: unknown): unknown {
   if (s === null || typeof s !== "object") return s;
   const o = s as Record<string, unknown>;
@@ -343,6 +397,8 @@ export class Server {
   private modelOf = new Map<number, number>(); // group -> the model handle it was opened from
   private closed = new Set<number>();          // groups closed (their handler answers for them)
   private nextHandle = 1;
+  private routed = false;                      // the handshake claimed routerChoices
+  private unclaimedWarned = false;
 
   constructor(private engine: Engine, private log: (line: string) => void) {}
 
@@ -381,6 +437,29 @@ export class Server {
     }
   }
 
+  /** Adds the handler's router choices of the call just made as `experts` (WIRE.md §5) when the handshake claimed
+   * routerChoices. A throwing or malformed routerChoices() fails the call BACKEND_FAILURE and poisons the group: the
+   * call itself ran, so the rows are no longer where the runner believes them. */
+  private experts(op: string, g: number, rows: DraftRows, result: Record<string, unknown>): Record<string, unknown> {
+    if (typeof rows.routerChoices !== "function") return result;
+    if (!this.routed) {
+      if (!this.unclaimedWarned) {
+        this.unclaimedWarned = true;
+        this.log("mtp_wire: the rows handler has routerChoices() but hello() does not claim "
+          + "capabilities.routerChoices, so no experts are sent (WIRE.md §4)");
+      }
+      return result;
+    }
+    const experts = this.guard(op, g, () => {
+      try {
+        return expertsOut(rows.routerChoices!());
+      } catch (e) {
+        throw e instanceof MtpError ? new Error(e.message) : e;
+      }
+    });
+    return experts ? { ...result, experts } : result;
+  }
+
   private dispatch(op: string, a: Record<string, unknown>): [Record<string, unknown>, Tensor[]] {
     switch (op) {
       case "hello": {
@@ -390,6 +469,7 @@ export class Server {
             + (offered.join(", ") || "nothing"));
         }
         const r = this.engine.hello();
+        this.routed = r.capabilities?.routerChoices === true;
         return [{ ...r, protocol: PROTOCOL, engine: { name: this.engine.name, version: this.engine.version } }, []];
       }
       case "ping":
@@ -443,13 +523,17 @@ export class Server {
     switch (op) {
       case "append": this.guard(op, g, () => rows.append(a.checkpoints)); return [{}, []];
       case "filterRows": this.guard(op, g, () => rows.filterRows(a.keep)); return [{}, []];
-      case "prefill": this.guard(op, g, () => rows.prefill(a.tokens, a.context)); return [{}, []];
+      case "prefill":
+        this.guard(op, g, () => rows.prefill(a.tokens, a.context));
+        return [this.experts(op, g, rows, {}), []];
       case "draft": {
         const sampling = Array.isArray(a.sampling) ? a.sampling.map(samplerIn) : a.sampling;
         const p = this.guard(op, g, () => rows.draft(a.pending, a.depth, a.steps, sampling));
-        return [{ proposals: p }, []];
+        return [this.experts(op, g, rows, { proposals: p }), []];
       }
-      case "commit": this.guard(op, g, () => rows.commit(a.accepted, a.context)); return [{}, []];
+      case "commit":
+        this.guard(op, g, () => rows.commit(a.accepted, a.context));
+        return [this.experts(op, g, rows, {}), []];
       case "capture": {
         const cp = this.guard(op, g, () => rows.capture(a.row));
         const tensors: Tensor[] = [];

@@ -1,4 +1,5 @@
-// The TypeScript SDK and the fake-block engine over a real pipe: node --test adapters/typescript/test/
+// The TypeScript SDK and the fake-block engine over a real pipe (and, at the end, router choices through the server
+// loop in process): node --test adapters/typescript/test/
 // (the runner's side is written here from conformance/WIRE.md; expected values are the contract's kinds and the
 // lifecycle's invariants, never the engine's own output replayed).
 import { spawn } from "node:child_process";
@@ -195,4 +196,101 @@ test("the checkpoint digest is the encoding of spec §6 byte for byte (vectors h
     "c5f4a7d7c91ce0454f4f99bb349e1fb84787fa3b59e3f8fd15f0c15a57fcb220");
   assert.equal(checkpointDigest({ schema: "qwen-mtp-v1", processedTokens: 1, draftOffset: 0, modelIdentity: "abc", keys: null, values: null, hidden }),
     "ca275b0589efc1c0911fb66fe4f5ea3e9c257947d7d4812d2491a9d6fa490269");
+});
+
+// Router choices (WIRE.md §4 routerChoices, §5 experts), through the server loop in process: Server.handle answers a
+// request frame with the exact bytes serve() writes. The rows stub returns what each test scripts for each call; the
+// expected replies are written out by hand from WIRE.md §5.
+const { Server, MtpError } = await import("../dist/src/mtp_wire.js");
+
+function routedServer({ claim, choices }) {
+  const log = [];
+  const calls = { routerChoices: 0 };
+  let last = null;
+  const rows = {
+    rowCount: () => 2,
+    prefill: () => { last = choices?.prefill; },
+    draft: () => { last = choices?.draft; return [[3, 4], [5, 6]]; },
+    commit: () => { last = choices?.commit; },
+    close: () => {},
+  };
+  if (choices) rows.routerChoices = () => { calls.routerChoices++; if (last instanceof Error) throw last; return last; };
+  const engine = { name: "routed", version: "1",
+    hello: () => ({ profiles: [], capabilities: claim ? { routerChoices: true } : {} }),
+    load: () => ({ openRows: () => rows }) };
+  const server = new Server(engine, (line) => log.push(line));
+  let id = 0;
+  const call = (op, args = {}) => {
+    const { reply } = server.handle({ header: { id: ++id, op, args }, tensors: [] });
+    const text = new TextDecoder().decode(reply);
+    return { text, header: JSON.parse(text) };
+  };
+  const hello = call("hello", { protocols: ["mtp-oracle-wire/1"] }).header.result;
+  const m = call("load", { directory: "/x", layout: "hf", identity: "id", options: {}, config: {} }).header.result.model;
+  const g = call("openRows", { model: m, checkpoints: [null, null] }).header.result.group;
+  return { hello, g, call, log, calls };
+}
+
+const SCRIPT = {
+  prefill: [{ row: 0, position: 0, experts: [5, 2] }, { row: 0, position: 1, experts: Int32Array.of(7, 1) },
+    { row: 1, position: 0, experts: [3, 0] }],
+  draft: [{ row: 1, position: 2, experts: [6, 4] }],
+  commit: [],
+};
+
+test("a handler with router choices: replies carry experts [[row, position, e_0, …], …] after the claim", () => {
+  const script = { ...SCRIPT };
+  const { hello, g, call, calls } = routedServer({ claim: true, choices: script });
+  assert.equal(hello.capabilities.routerChoices, true);
+  const id = (n) => `{"id":${n},"ok":true,"result":`;
+  assert.equal(call("prefill", { group: g }).text, `${id(4)}{"experts":[[0,0,5,2],[0,1,7,1],[1,0,3,0]]}}\n`);
+  assert.equal(call("draft", { group: g }).text, `${id(5)}{"proposals":[[3,4],[5,6]],"experts":[[1,2,6,4]]}}\n`);
+  assert.equal(call("commit", { group: g }).text, `${id(6)}{}}\n`);       // [] (no MoE forward): nothing sent
+  script.commit = [{ row: 0, position: 3, experts: [1] }, { row: 1, position: 4, experts: [2] }];
+  assert.equal(call("commit", { group: g }).text, `${id(7)}{"experts":[[0,3,1],[1,4,2]]}}\n`);
+  assert.equal(call("rowCount", { group: g }).text, `${id(8)}{"rows":2}}\n`);   // other ops never ask
+  assert.equal(calls.routerChoices, 4);
+});
+
+test("without routerChoices, or without the claim, replies are byte for byte those of a dense engine", () => {
+  const dense = `{"id":4,"ok":true,"result":{}}\n{"id":5,"ok":true,"result":{"proposals":[[3,4],[5,6]]}}\n`
+    + `{"id":6,"ok":true,"result":{}}\n`;
+  for (const [claim, choices] of [[false, null], [true, null], [false, SCRIPT]]) {
+    const { hello, g, call, log, calls } = routedServer({ claim, choices });
+    assert.equal(hello.capabilities.routerChoices, claim ? true : undefined);
+    assert.equal(["prefill", "draft", "commit"].map((op) => call(op, { group: g }).text).join(""), dense);
+    assert.equal(calls.routerChoices, 0, "routerChoices() is not asked for without the claim");
+    assert.equal(log.length, choices && !claim ? 1 : 0, log.join("\n"));  // the unclaimed method is pointed out once
+  }
+});
+
+test("a malformed or throwing routerChoices() fails the call BACKEND_FAILURE and poisons the group", () => {
+  const ok = { row: 0, position: 0, experts: [1, 2] };
+  const bad = [
+    ["prefill", "not a list", /routerChoices\(\) returned string/],
+    ["prefill", [ok, null], /routerChoices\(\)\[1\] is null/],
+    ["prefill", [{ ...ok, row: -1 }], /\[0\]\.row is -1/],
+    ["draft", [{ ...ok, position: 1.5 }], /\[0\]\.position is 1\.5/],
+    ["draft", [{ ...ok, position: 2 ** 31 }], /\[0\]\.position is 2147483648/],
+    ["commit", [{ ...ok, experts: [] }], /\[0\]\.experts is \[\], expected at least one expert/],
+    ["commit", [{ ...ok, experts: undefined }], /\[0\]\.experts is undefined/],
+    ["prefill", [{ ...ok, experts: [1, "2"] }], /\[0\]\.experts\[1\] is 2, expected a 32-bit integer/],
+    ["prefill", [{ ...ok, experts: [1, 2 ** 31] }], /\[0\]\.experts\[1\] is 2147483648/],
+    ["prefill", [{ ...ok, experts: BigInt64Array.of(1n) }], /\[0\]\.experts\[0\] is 1, expected a 32-bit integer/],
+    ["draft", new Error("router state lost"), /^draft: router state lost$/],
+    ["commit", new MtpError("INVALID_ARGUMENT", "not mine to say"), /^commit: not mine to say$/],
+  ];
+  for (const [op, returned, message] of bad) {
+    const { g, call } = routedServer({ claim: true, choices: { ...SCRIPT, [op]: returned } });
+    if (op === "commit") call("draft", { group: g });
+    const r = call(op, { group: g }).header;
+    assert.equal(r.ok, false, `${op} ${String(returned)}`);
+    assert.equal(r.error.kind, "BACKEND_FAILURE", r.error.message);
+    assert.equal(r.error.poisoned, true, r.error.message);
+    assert.match(r.error.message, new RegExp(`^${op}: `));
+    assert.match(r.error.message, message);
+    const after = call("prefill", { group: g }).header;
+    assert.equal(after.error.kind, "ILLEGAL_STATE", "the group is poisoned afterwards");
+    assert.match(after.error.message, /poisoned/);
+  }
 });

@@ -84,6 +84,13 @@ export interface HelloResult {
     }[];
     capabilities: Record<string, unknown>;
 }
+/** One MoE forward row's router choice (spec §12.5): the contract row, the KV position the forward row wrote (its
+ * RoPE position, spec §1.8), and the chosen experts in slot order (descending probability, spec §12.3). */
+export interface RouterChoice {
+    row: number;
+    position: number;
+    experts: ArrayLike<number>;
+}
 export interface DraftRows {
     rowCount(): number;
     append(checkpoints: unknown): void;
@@ -93,6 +100,10 @@ export interface DraftRows {
     commit(accepted: unknown, context: Tensor | null | unknown): void;
     capture(row: unknown): CapturedCheckpoint;
     close(): void;
+    /** Optional, for a MoE engine whose hello() claims `capabilities.routerChoices` (WIRE.md §4, §5; spec §12.5): the
+     * choices of every MoE forward row of the last successful prefill, draft or commit, in the order computed. The
+     * server sends them as the reply's `experts`; null, undefined or [] sends nothing. */
+    routerChoices?(): readonly RouterChoice[] | null | undefined;
 }
 export interface DraftModel {
     numerics?: string;
@@ -125,6 +136,8 @@ export declare class Server {
     private modelOf;
     private closed;
     private nextHandle;
+    private routed;
+    private unclaimedWarned;
     constructor(engine: Engine, log: (line: string) => void);
     /** Answers one request frame with one reply frame (bytes). */
     handle(frame: Frame): {
@@ -133,6 +146,10 @@ export declare class Server {
     };
     private handleFor;
     private guard;
+    /** Adds the handler's router choices of the call just made as `experts` (WIRE.md §5) when the handshake claimed
+     * routerChoices. A throwing or malformed routerChoices() fails the call BACKEND_FAILURE and poisons the group: the
+     * call itself ran, so the rows are no longer where the runner believes them. */
+    private experts;
     private dispatch;
 }
 /** Serves `engine` on stdin/stdout until end of input or `shutdown`. console.log/info/debug go to stderr, so a

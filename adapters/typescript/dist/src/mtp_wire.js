@@ -240,6 +240,46 @@ function encode(header, tensors) {
     }
     return out;
 }
+const INT32_MAX = 2 ** 31 - 1;
+const isInt32 = (x) => Number.isInteger(x) && x >= -INT32_MAX - 1
+    && x <= INT32_MAX;
+/** A handler's router choices as WIRE.md §5's `experts`, `[[row, position, e_0, …], …]`, or null when there are
+ * none. Throws (an engine failure) on anything else: the runner must never read a malformed list. */
+function expertsOut(choices) {
+    if (choices === null || choices === undefined)
+        return null;
+    if (!Array.isArray(choices)) {
+        throw new Error(`routerChoices() returned ${typeof choices}, expected an array of { row, position, experts } `
+            + "or null (WIRE.md §5)");
+    }
+    const out = [];
+    choices.forEach((c, i) => {
+        const at = `routerChoices()[${i}]`;
+        if (c === null || typeof c !== "object") {
+            throw new Error(`${at} is ${String(c)}, expected { row, position, experts } (WIRE.md §5)`);
+        }
+        const { row, position, experts } = c;
+        for (const [name, v] of [["row", row], ["position", position]]) {
+            if (!isInt32(v) || v < 0) {
+                throw new Error(`${at}.${name} is ${String(v)}, expected an integer in [0, 2^31) (WIRE.md §5)`);
+            }
+        }
+        const list = experts;
+        if (!(Array.isArray(list) || (ArrayBuffer.isView(list) && !(list instanceof DataView))) || list.length < 1) {
+            throw new Error(`${at}.experts is ${Array.isArray(list) ? "[]" : String(list)}, expected at least one expert `
+                + "(WIRE.md §5)");
+        }
+        const entry = [row, position];
+        for (let k = 0; k < list.length; k++) {
+            if (!isInt32(list[k])) {
+                throw new Error(`${at}.experts[${k}] is ${String(list[k])}, expected a 32-bit integer (WIRE.md §5)`);
+            }
+            entry.push(list[k]);
+        }
+        out.push(entry);
+    });
+    return out.length ? out : null;
+}
 function samplerIn(s) {
     if (s === null || typeof s !== "object")
         return s;
@@ -260,6 +300,8 @@ export class Server {
     modelOf = new Map(); // group -> the model handle it was opened from
     closed = new Set(); // groups closed (their handler answers for them)
     nextHandle = 1;
+    routed = false; // the handshake claimed routerChoices
+    unclaimedWarned = false;
     constructor(engine, log) {
         this.engine = engine;
         this.log = log;
@@ -300,6 +342,30 @@ export class Server {
             throw new MtpError("BACKEND_FAILURE", `${op}: ${e instanceof Error ? e.message : String(e)}`, group !== null);
         }
     }
+    /** Adds the handler's router choices of the call just made as `experts` (WIRE.md §5) when the handshake claimed
+     * routerChoices. A throwing or malformed routerChoices() fails the call BACKEND_FAILURE and poisons the group: the
+     * call itself ran, so the rows are no longer where the runner believes them. */
+    experts(op, g, rows, result) {
+        if (typeof rows.routerChoices !== "function")
+            return result;
+        if (!this.routed) {
+            if (!this.unclaimedWarned) {
+                this.unclaimedWarned = true;
+                this.log("mtp_wire: the rows handler has routerChoices() but hello() does not claim "
+                    + "capabilities.routerChoices, so no experts are sent (WIRE.md §4)");
+            }
+            return result;
+        }
+        const experts = this.guard(op, g, () => {
+            try {
+                return expertsOut(rows.routerChoices());
+            }
+            catch (e) {
+                throw e instanceof MtpError ? new Error(e.message) : e;
+            }
+        });
+        return experts ? { ...result, experts } : result;
+    }
     dispatch(op, a) {
         switch (op) {
             case "hello": {
@@ -309,6 +375,7 @@ export class Server {
                         + (offered.join(", ") || "nothing"));
                 }
                 const r = this.engine.hello();
+                this.routed = r.capabilities?.routerChoices === true;
                 return [{ ...r, protocol: PROTOCOL, engine: { name: this.engine.name, version: this.engine.version } }, []];
             }
             case "ping":
@@ -372,15 +439,15 @@ export class Server {
                 return [{}, []];
             case "prefill":
                 this.guard(op, g, () => rows.prefill(a.tokens, a.context));
-                return [{}, []];
+                return [this.experts(op, g, rows, {}), []];
             case "draft": {
                 const sampling = Array.isArray(a.sampling) ? a.sampling.map(samplerIn) : a.sampling;
                 const p = this.guard(op, g, () => rows.draft(a.pending, a.depth, a.steps, sampling));
-                return [{ proposals: p }, []];
+                return [this.experts(op, g, rows, { proposals: p }), []];
             }
             case "commit":
                 this.guard(op, g, () => rows.commit(a.accepted, a.context));
-                return [{}, []];
+                return [this.experts(op, g, rows, {}), []];
             case "capture": {
                 const cp = this.guard(op, g, () => rows.capture(a.row));
                 const tensors = [];
