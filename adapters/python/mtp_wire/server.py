@@ -4,6 +4,7 @@ dispatched to an engine's handler objects. The engine author writes only the han
 
 import hashlib
 import json
+import operator
 import struct
 import sys
 import traceback
@@ -349,10 +350,11 @@ class Server:
             raise E.MtpError(E.BACKEND_FAILURE, "%s: %s: %s" % (op, type(e).__name__, e), poisoned=g is not None)
 
     def _experts(self, op, g, rows, result):
-        """Adds the handler's router choices of the call just made as `experts` (WIRE.md §5)."""
-        choices = self._guard(op, g, rows.router_choices)
+        """Adds the handler's router choices of the call just made as `experts` (WIRE.md §5). The call has already
+        run, so a malformed list fails it as BACKEND_FAILURE and poisons the group, like any handler failure."""
+        choices = self._guard(op, g, lambda: _experts_out(op, rows.router_choices()))
         if choices:
-            result["experts"] = [[int(r), int(p)] + [int(e) for e in experts] for r, p, experts in choices]
+            result["experts"] = choices
         return result
 
     def dispatch(self, op, a):
@@ -422,6 +424,44 @@ class Server:
                 self.closed.add(g)
             return {}, ()
         raise E.MtpError(E.UNAVAILABLE, "%s: unknown op (this engine speaks %s)" % (op, PROTOCOL))
+
+
+def _experts_out(op, choices):
+    """`[[row, position, e_0, ...], ...]` from the handler's (row, position, experts) triples, checked: row and
+    position integers in [0, 2^31), at least one expert, each a 32-bit integer (WIRE.md §5)."""
+    if not choices:
+        return []
+    out = []
+    for i, c in enumerate(choices):
+        try:
+            r, p, experts = c
+            experts = list(experts)
+        except (TypeError, ValueError):
+            raise TypeError("%s: router_choices()[%d] is not (row, position, experts)" % (op, i)) from None
+        row = _integer(r, 0, 2 ** 31)
+        pos = _integer(p, 0, 2 ** 31)
+        if row is None or pos is None:
+            raise ValueError("%s: router_choices()[%d] has row %r and position %r, expected integers in [0, 2^31)"
+                             % (op, i, r, p))
+        if not experts:
+            raise ValueError("%s: router_choices()[%d] lists no experts" % (op, i))
+        ids = [_integer(e, -2 ** 31, 2 ** 31) for e in experts]
+        if None in ids:
+            raise ValueError("%s: router_choices()[%d] has an expert that is not a 32-bit integer: %r"
+                             % (op, i, experts[ids.index(None)]))
+        out.append([row, pos] + ids)
+    return out
+
+
+def _integer(v, lo, hi):
+    """v as an int when it is an integer (Python or numpy, not bool) in [lo, hi), else None."""
+    if isinstance(v, bool):
+        return None
+    try:
+        x = operator.index(v)
+    except TypeError:
+        return None
+    return x if lo <= x < hi else None
 
 
 def _one_line(s):

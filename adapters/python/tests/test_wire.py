@@ -64,6 +64,33 @@ class WireTest(unittest.TestCase):
                            [i32(np.array([[1, 2, 3]])), f32(np.zeros((1, 3, 256)))])
         self.assertEqual(res, {})
 
+    def test_a_malformed_router_choices_list_fails_the_call_and_poisons_the_group(self):
+        """The call has run when its experts are read, so a bad list (WIRE.md §5) is a BACKEND_FAILURE that poisons
+        the group, as any handler failure after the fact; a good one comes out as [row, position, e...]."""
+        import io
+        from mtp_wire import errors as E
+        from mtp_wire import server as S
+
+        class Rows:
+            def __init__(self, choices):
+                self.choices = choices
+
+            def router_choices(self):
+                return self.choices
+
+        srv = S.Server(None, io.BytesIO(), io.BytesIO(), io.StringIO())
+        self.assertEqual(srv._experts("prefill", 1, Rows([(0, 3, [5, 2]), (1, 3, (4,))]), {}),
+                         {"experts": [[0, 3, 5, 2], [1, 3, 4]]})
+        self.assertEqual(srv._experts("commit", 1, Rows([]), {}), {})
+        for g, bad in enumerate([[(-1, 0, [1])], [(0, 2 ** 31, [1])], [(0, 0, [])], [(0, 0, [2 ** 31])],
+                                 [(0, 0, [True])], [(0, 0.5, [1])], [(0, 0)], [None]], start=10):
+            with self.assertRaises(E.MtpError, msg=repr(bad)) as e:
+                srv._experts("draft", g, Rows(bad), {"proposals": [[1]]})
+            self.assertEqual(e.exception.kind, E.BACKEND_FAILURE)
+            self.assertTrue(e.exception.poisoned, repr(bad))
+            self.assertIn(g, srv.poisoned)
+            self.assertIn("router_choices()[0]", e.exception.message)
+
     def test_protocol_mismatch_is_unavailable(self):
         h, _ = self.c.call("hello", {"protocols": ["mtp-oracle-wire/2"], "runner": "tests"})
         self.assertFalse(h["ok"])
