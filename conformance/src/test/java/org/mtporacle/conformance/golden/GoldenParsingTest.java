@@ -12,7 +12,6 @@ import java.util.function.Consumer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.mtporacle.api.MtpException;
-import org.mtporacle.io.StrictJson;
 
 /**
  * Golden traces as untrusted documents: every field is read with its type and within its bound, files named inside
@@ -25,20 +24,12 @@ class GoldenParsingTest {
     Path dir;
 
     static Path committed(String name) {
-        return Path.of(System.getProperty("mtp.repo.root", "..")).resolve("golden").resolve(name);
+        return GoldenForgery.committed(name);
     }
 
     /** A copy of tiny-lifecycle in {@code dir}, edited, with contentSha256 recomputed. */
     private Path edited(Consumer<ObjectNode> edit) throws IOException {
-        ObjectNode root = StrictJson.read(committed("tiny-lifecycle.json"), GoldenFiles.MAX_JSON_BYTES, "golden");
-        Files.copy(committed("tiny-lifecycle.safetensors"), dir.resolve("tiny-lifecycle.safetensors"),
-                java.nio.file.StandardCopyOption.REPLACE_EXISTING);
-        root.remove("contentSha256");
-        edit.accept(root);
-        root.put("contentSha256", JsonText.canonicalSha256(root));
-        Path f = dir.resolve("edited.json");
-        Files.writeString(f, JsonText.pretty(root));
-        return f;
+        return GoldenForgery.edited(dir, "tiny-lifecycle", edit);
     }
 
     private static ObjectNode step(ObjectNode root, int i) {

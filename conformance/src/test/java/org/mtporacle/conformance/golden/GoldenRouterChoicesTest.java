@@ -26,9 +26,7 @@ import org.mtporacle.reference.ReferenceDraftModel;
 import org.mtporacle.reference.ReferenceDraftRows;
 import org.mtporacle.reference.kernels.KernelMode;
 
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Consumer;
@@ -43,7 +41,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * (forward rows at positions 8, 9, 10), 5 a refused commit, 6 a commit, 9 a capture.
  */
 class GoldenRouterChoicesTest {
-    private static final Path GOLDEN = Path.of(System.getProperty("mtp.repo.root", "..")).resolve("golden");
     private static final String NAME = "tiny-moe-lifecycle";
     private static MtpModel model;
     private static ReferenceDraftModel reference;
@@ -63,15 +60,7 @@ class GoldenRouterChoicesTest {
     }
 
     private Path edited(Consumer<ObjectNode> edit) throws Exception {
-        Files.copy(GOLDEN.resolve(NAME + ".safetensors"), dir.resolve(NAME + ".safetensors"),
-                StandardCopyOption.REPLACE_EXISTING);
-        ObjectNode root = GoldenFiles.parse(GOLDEN.resolve(NAME + ".json"), "test");
-        edit.accept(root);
-        root.remove("contentSha256");
-        root.put("contentSha256", JsonText.canonicalSha256(root));
-        Path json = dir.resolve(NAME + ".json");
-        Files.writeString(json, JsonText.pretty(root));
-        return json;
+        return GoldenForgery.edited(dir, NAME, edit);
     }
 
     private static GoldenVerifier.Result verify(Path json, DraftModel subject, Tolerance tol) {
@@ -108,7 +97,7 @@ class GoldenRouterChoicesTest {
     @Test
     void everyRecordedChoiceIsComparedAndTheCommittedTraceVerifies() throws Exception {
         int recorded = 0;
-        for (JsonNode s : new ObjectMapper().readTree(GOLDEN.resolve(NAME + ".json").toFile()).get("steps")) {
+        for (JsonNode s : new ObjectMapper().readTree(GoldenForgery.committed(NAME + ".json").toFile()).get("steps")) {
             for (JsonNode row : s.path("expect").path("experts")) {
                 recorded += row.size();
             }

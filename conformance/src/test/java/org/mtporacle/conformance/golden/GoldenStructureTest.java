@@ -17,9 +17,7 @@ import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
 import org.mtporacle.reference.kernels.KernelMode;
 
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.function.Consumer;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -32,7 +30,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * depth 3 on 3 rows, 5 a refused commit, 6 a commit, 24 a capture.
  */
 class GoldenStructureTest {
-    private static final Path GOLDEN = Path.of(System.getProperty("mtp.repo.root", "..")).resolve("golden");
     private static MtpModel model;
     private static ReferenceDraftModel reference;
 
@@ -52,21 +49,7 @@ class GoldenStructureTest {
 
     /** A copy of tiny-lifecycle with {@code edit} applied to its JSON and both checksums recomputed. */
     private Path edited(Consumer<ObjectNode> edit) throws Exception {
-        Files.copy(GOLDEN.resolve("tiny-lifecycle.safetensors"), dir.resolve("tiny-lifecycle.safetensors"),
-                StandardCopyOption.REPLACE_EXISTING);
-        ObjectNode root = GoldenFiles.parse(GOLDEN.resolve("tiny-lifecycle.json"), "test");
-        edit.accept(root);
-        return write(root);
-    }
-
-    private Path write(ObjectNode root) throws Exception {
-        root.remove("contentSha256");
-        root.withObject("tensors").put("sha256", JsonText.sha256(Files.readAllBytes(dir.resolve(
-                "tiny-lifecycle.safetensors"))));
-        root.put("contentSha256", JsonText.canonicalSha256(root));
-        Path json = dir.resolve("tiny-lifecycle.json");
-        Files.writeString(json, JsonText.pretty(root));
-        return json;
+        return GoldenForgery.edited(dir, "tiny-lifecycle", edit);
     }
 
     private static GoldenVerifier.Result verify(Path json, Tolerance tol) {
@@ -210,14 +193,15 @@ class GoldenStructureTest {
         Path st = dir.resolve("tiny-lifecycle.safetensors");
         SafetensorsWriter w = new SafetensorsWriter().metadata("format", GoldenTrace.FORMAT).metadata("golden",
                 "another\ngolden");
-        try (SafetensorsFile f = SafetensorsFile.open(GOLDEN.resolve("tiny-lifecycle.safetensors"))) {
+        try (SafetensorsFile f = SafetensorsFile.open(GoldenForgery.committed("tiny-lifecycle.safetensors"))) {
             for (String n : f.names()) {
                 HostTensor t = f.tensor(n).copy();
                 w.add(n, t);
             }
             w.write(st);
         }
-        Path json = write(GoldenFiles.parse(GOLDEN.resolve("tiny-lifecycle.json"), "test"));
+        ObjectNode root = GoldenFiles.parse(GoldenForgery.committed("tiny-lifecycle.json"), "test");
+        Path json = GoldenForgery.resealed(dir, "tiny-lifecycle", root);
         assertThatThrownBy(() -> GoldenFiles.read(json)).isInstanceOfSatisfying(MtpException.class,
                 e -> assertThat(e.kind()).isEqualTo(MtpException.Kind.MALFORMED_FILE))
                 .hasMessageContaining("__metadata__.golden = \"another\\ngolden\", expected 'tiny-lifecycle'");
