@@ -1,13 +1,5 @@
 package org.mtporacle.api;
 
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
-import java.util.HexFormat;
 import java.util.Objects;
 
 /**
@@ -37,7 +29,6 @@ public record RowCheckpoint(String schema, int processedTokens, int draftOffset,
     public static final String SCHEMA = "qwen-mtp-v1";
     /** The first bytes of the digest's canonical encoding (spec §6). */
     public static final String DIGEST_MAGIC = "mtp-oracle-checkpoint-digest/1";
-    private static final int CHUNK = 1 << 16;
 
     public RowCheckpoint {
         Objects.requireNonNull(schema, "schema");
@@ -77,54 +68,8 @@ public record RowCheckpoint(String schema, int processedTokens, int draftOffset,
      * bytes. Each string is its UTF-8 byte count as 4 bytes followed by those bytes.
      */
     public String contentDigest() {
-        MessageDigest md;
-        try {
-            md = MessageDigest.getInstance("SHA-256");
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException("SHA-256 is required of every JDK", e);
-        }
-        md.update(DIGEST_MAGIC.getBytes(StandardCharsets.US_ASCII));
-        text(md, schema);
-        md.update(le(8).putLong(processedTokens).array());
-        md.update(le(8).putLong(draftOffset).array());
-        text(md, modelIdentity);
-        tensor(md, keys);
-        tensor(md, values);
-        tensor(md, hidden);
-        return HexFormat.of().formatHex(md.digest());
-    }
-
-    private static ByteBuffer le(int n) {
-        return ByteBuffer.allocate(n).order(ByteOrder.LITTLE_ENDIAN);
-    }
-
-    private static void text(MessageDigest md, String s) {
-        byte[] b = s.getBytes(StandardCharsets.UTF_8);
-        md.update(le(4).putInt(b.length).array());
-        md.update(b);
-    }
-
-    private static void tensor(MessageDigest md, HostTensor t) {
-        if (t == null) {
-            md.update((byte) 0);
-            return;
-        }
-        md.update((byte) 1);
-        text(md, t.dtype().safetensorsName());
-        int[] shape = t.shape();
-        md.update(le(4).putInt(shape.length).array());
-        for (int d : shape) {
-            md.update(le(8).putLong(d).array());
-        }
-        MemorySegment data = t.data();
-        long n = data.byteSize();
-        md.update(le(8).putLong(n).array());
-        byte[] chunk = new byte[(int) Math.min(CHUNK, n)];
-        for (long off = 0; off < n; off += chunk.length) {
-            int len = (int) Math.min(chunk.length, n - off);
-            MemorySegment.copy(data, ValueLayout.JAVA_BYTE, off, chunk, 0, len);
-            md.update(chunk, 0, len);
-        }
+        return new ContentDigest(DIGEST_MAGIC).text(schema).integer(processedTokens).integer(draftOffset)
+                .text(modelIdentity).tensor(keys).tensor(values).tensor(hidden).hex();
     }
 
     /** True when every field and every tensor byte are equal (spec §10.1.7 "byte-identical"). */

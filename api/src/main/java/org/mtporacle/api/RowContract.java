@@ -350,7 +350,7 @@ public final class RowContract {
      * Fails when {@code t}'s memory cannot be read here: a view into a file or arena that was closed, or into an
      * arena confined to another thread (reading it would throw outside the contract's exceptions).
      */
-    private static void readable(String where, String name, HostTensor t) {
+    static void readable(String where, String name, HostTensor t) {
         java.lang.foreign.MemorySegment data = t.data();
         if (!data.scope().isAlive()) {
             throw MtpException.invalidArgument(where + ": " + name + " cannot be read: its memory was released (the "
@@ -362,7 +362,7 @@ public final class RowContract {
         }
     }
 
-    private static String abbreviate(String identity) {
+    static String abbreviate(String identity) {
         return identity.length() > 12 ? identity.substring(0, 12) + "…" : identity;
     }
 }
