@@ -67,7 +67,8 @@ final class Activations {
         }
     }
 
-    private static float sigma(float z) {
+    /** {@code σ(z) = 1/(1 + e^−z)} in f64, rounded to f32 once. */
+    static float sigma(float z) {
         return (float) (1.0 / (1.0 + StrictMath.exp(-(double) z)));
     }
 }

@@ -18,11 +18,14 @@ import org.mtporacle.api.MtpWeights;
  * with explicit offsets; weights are {@link LinearWeight}s (dense F32/F16/BF16 or MLX affine).
  *
  * <p>Determinism: every verb has a fixed accumulation order for a given mode and vector species (documented on each
- * kernel class); threads split output rows in contiguous chunks, never one dot product, so results are bit-identical
- * across runs and thread counts. The pool is owned by this instance; {@link #close()} shuts it down.
+ * kernel class); threads split output rows (value heads for the delta rule) in contiguous chunks, never one dot
+ * product, so results are bit-identical across runs and thread counts. The pool is owned by this instance; {@link #close()} shuts it down.
  */
 public final class Kernels implements AutoCloseable {
-    /** Below this many multiply-adds a matmul runs on the calling thread (same bits either way). */
+    /** Tokens per chunk of {@link #deltaRuleChunked}, transformers' {@code chunk_size} (spec §13.2). */
+    public static final int CHUNK = ChunkedDeltaRule.CHUNK;
+
+    /** Below this many multiply-adds a matmul or delta rule runs on the calling thread (same bits either way). */
     private static final long PARALLEL_MIN_MACS = 1L << 16;
 
     private final KernelMode mode;
@@ -176,6 +179,119 @@ public final class Kernels implements AutoCloseable {
     }
 
     /**
+     * The Gated DeltaNet's depthwise causal conv then SiLU over {@code steps} tokens (spec §13.2): {@code out[t, c] =
+     * silu(Σ_{j<K} W[c, j] · u[c, t−(K−1)+j])}, {@code u} the window followed by {@code x}. x (raw {@code q|k|v}) and
+     * out {@code [steps, C]}; window {@code [C, K−1]}, the raw inputs before {@code x[0]}, oldest first (zeros at a
+     * sequence start), not modified; weight {@code [C, K]}, column {@code K−1} on the current token. {@code out} must
+     * not overlap {@code x} or the window.
+     */
+    public void causalConv(float[] out, int outOff, float[] x, int xOff, float[] window, int winOff, float[] weight,
+                           int channels, int taps, int steps) {
+        if (mode == KernelMode.SCALAR) {
+            CausalConv.scalar(out, outOff, x, xOff, window, winOff, weight, channels, taps, steps);
+        } else {
+            CausalConv.vector(out, outOff, x, xOff, window, winOff, weight, channels, taps, steps);
+        }
+    }
+
+    /**
+     * {@code next [C, K−1]} = the last {@code K−1} raw inputs of the window followed by {@code x[0, steps)}, oldest
+     * first: the conv window after those tokens (spec §13.2). {@code next} must not overlap {@code window} unless
+     * {@code steps == 0} or it is the window itself at the same offset (an update in place).
+     *
+     * @throws IllegalArgumentException when {@code next} overlaps {@code window} otherwise
+     */
+    public static void convWindow(float[] next, int nextOff, float[] window, int winOff, float[] x, int xOff,
+                                  int channels, int taps, int steps) {
+        int len = channels * (taps - 1);
+        if (next == window && steps > 0 && nextOff != winOff && nextOff < winOff + len && winOff < nextOff + len) {
+            throw new IllegalArgumentException("convWindow: next at " + nextOff + " overlaps the window at " + winOff
+                    + " (" + len + " floats each) (spec §13.2)");
+        }
+        CausalConv.window(next, nextOff, window, winOff, x, xOff, channels, taps, steps);
+    }
+
+    /**
+     * {@code out = x · (Σx² + 10⁻⁶)^-½ · scale} per row of {@code n}, ε inside the root (transformers' {@code l2norm};
+     * spec §13.2): {@code q̂ = l2norm(q)·Dk^-½}, {@code k̂ = l2norm(k)}.
+     */
+    public void l2Norm(float[] out, int outOff, float[] x, int xOff, int n, int rows, float scale) {
+        if (mode == KernelMode.SCALAR) {
+            L2Norm.scalar(out, outOff, x, xOff, n, rows, scale);
+        } else {
+            L2Norm.vector(out, outOff, x, xOff, n, rows, scale);
+        }
+    }
+
+    /**
+     * The gates of {@code hv} value heads (spec §13.2): {@code β[h] = σ(b[h])}, {@code g[h] = −exp(A_log[h]) ·
+     * softplus(a[h] + dt_bias[h])} (torch's softplus, threshold 20); f64 inside, f32 out. One definition in both modes.
+     */
+    public void gdnGates(float[] g, int gOff, float[] beta, int betaOff, float[] a, int aOff, float[] b, int bOff,
+                         float[] aLog, float[] dtBias, int hv) {
+        GdnGates.gates(g, gOff, beta, betaOff, a, aOff, b, bOff, aLog, dtBias, hv);
+    }
+
+    /**
+     * One token of the gated delta rule, every value head (spec §13.2): {@code S ← e^g S; m = Sᵀk̂; S ← S + k̂(β(v −
+     * m))ᵀ; out = Sᵀq̂}, value head {@code h} on key head {@code h / (hv/hk)}. State {@code [Hv, Dk, Dv]} updated in
+     * place; q, k {@code [Hk, Dk]} (q̂ scaled, k̂ normalised); v, out {@code [Hv, Dv]}; g, β {@code [Hv]}. Threads
+     * split value heads; the modes agree bit for bit.
+     *
+     * @throws IllegalArgumentException when {@code hv} is not a positive multiple of {@code hk}
+     */
+    public void deltaRuleStep(float[] out, int outOff, float[] state, int stateOff, float[] q, int qOff, float[] k,
+                              int kOff, float[] v, int vOff, float[] g, int gOff, float[] beta, int betaOff, int hk,
+                              int hv, int dk, int dv) {
+        checkHeads("deltaRuleStep", hk, hv);
+        parallel(parts(4L * hv * dk * dv, hv), hv, (from, to) -> {
+            if (mode == KernelMode.SCALAR) {
+                DeltaRule.scalar(out, outOff, state, stateOff, q, qOff, k, kOff, v, vOff, g, gOff, beta, betaOff, hk,
+                        hv, dk, dv, from, to);
+            } else {
+                DeltaRule.vector(out, outOff, state, stateOff, q, qOff, k, kOff, v, vOff, g, gOff, beta, betaOff, hk,
+                        hv, dk, dv, from, to);
+            }
+        });
+    }
+
+    /**
+     * The gated delta rule over {@code tokens} tokens in chunks of {@link #CHUNK}, transformers' chunked form (spec
+     * §13.2): equal to that many {@link #deltaRuleStep}s up to f32 reassociation. q, k {@code [T, Hk, Dk]}; v, out
+     * {@code [T, Hv, Dv]}; g, β {@code [T, Hv]}; state {@code [Hv, Dk, Dv]} in and out. Threads split value heads;
+     * the modes agree bit for bit.
+     *
+     * @throws IllegalArgumentException when {@code hv} is not a positive multiple of {@code hk}
+     */
+    public void deltaRuleChunked(float[] out, int outOff, float[] state, int stateOff, float[] q, int qOff, float[] k,
+                                 int kOff, float[] v, int vOff, float[] g, int gOff, float[] beta, int betaOff,
+                                 int tokens, int hk, int hv, int dk, int dv) {
+        checkHeads("deltaRuleChunked", hk, hv);
+        parallel(parts(6L * tokens * hv * dk * dv, hv), hv, (from, to) -> {
+            if (mode == KernelMode.SCALAR) {
+                ChunkedDeltaRule.scalar(out, outOff, state, stateOff, q, qOff, k, kOff, v, vOff, g, gOff, beta,
+                        betaOff, tokens, hk, hv, dk, dv, from, to);
+            } else {
+                ChunkedDeltaRule.vector(out, outOff, state, stateOff, q, qOff, k, kOff, v, vOff, g, gOff, beta,
+                        betaOff, tokens, hk, hv, dk, dv, from, to);
+            }
+        });
+    }
+
+    /**
+     * The Gated DeltaNet's output norm per row of {@code n} (one value head over {@code Dv}; spec §13.2): {@code out =
+     * gain ⊙ x·(mean(x²) + ε)^-½ ⊙ silu(z)} with the plain gain (not {@code 1 + w}).
+     */
+    public void gatedRmsNorm(float[] out, int outOff, float[] x, int xOff, float[] z, int zOff, float[] gain, int n,
+                             int rows, double eps) {
+        if (mode == KernelMode.SCALAR) {
+            GatedRmsNorm.scalar(out, outOff, x, xOff, z, zOff, gain, n, rows, eps);
+        } else {
+            GatedRmsNorm.vector(out, outOff, x, xOff, z, zOff, gain, n, rows, eps);
+        }
+    }
+
+    /**
      * {@code w} with its tensors in native memory: itself when they already are (a mapped file, an arena), otherwise
      * a copy of the bytes in memory the garbage collector frees with it. The Vector API reads heap-backed segments
      * through a slow path (a BF16 mat-vec on a {@code byte[]}-backed tensor runs about 14× slower), so components
@@ -227,6 +343,18 @@ public final class Kernels implements AutoCloseable {
     public void close() {
         if (pool != null) {
             pool.shutdownNow();
+        }
+    }
+
+    /** How many parts a job of {@code macs} multiply-adds over {@code n} independent items runs in. */
+    private int parts(long macs, int n) {
+        return macs < PARALLEL_MIN_MACS ? 1 : Math.min(threads, n);
+    }
+
+    private static void checkHeads(String op, int hk, int hv) {
+        if (hk < 1 || hv < 1 || hv % hk != 0) {
+            throw new IllegalArgumentException(op + ": hv = " + hv + " value heads is not a positive multiple of hk = "
+                    + hk + " key heads (spec §13.2)");
         }
     }
 
