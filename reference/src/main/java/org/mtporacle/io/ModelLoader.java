@@ -153,13 +153,21 @@ public final class ModelLoader {
                 b.linear("layers.0.mlp.up_proj", inter, h), b.linear("layers.0.mlp.down_proj", h, inter));
     }
 
-    /** MTP tensors by companion-relative name; messages show the stored name ({@code prefix} + name). */
-    record Blocks(Map<String, HostTensor> tensors, String prefix, Path dir, QuantizationConfig quant) {
+    /**
+     * Tensors by relative name; messages show the stored name ({@code prefix} + name) and cite {@code section}
+     * ({@code "§1.2"} for the MTP block, {@code "§13.1"} for a target layer).
+     */
+    record Blocks(Map<String, HostTensor> tensors, String prefix, Path dir, QuantizationConfig quant, String section) {
+        /** The MTP block's tensors (spec §1.2). */
+        Blocks(Map<String, HostTensor> tensors, String prefix, Path dir, QuantizationConfig quant) {
+            this(tensors, prefix, dir, quant, "§1.2");
+        }
+
         HostTensor require(String name) {
             HostTensor t = tensors.get(name);
             if (t == null) {
                 throw MtpException.incompatibleModel("load: missing tensor '" + prefix + name + "'"
-                        + (dir == null ? "" : " in " + dir) + " (spec §1.2)");
+                        + (dir == null ? "" : " in " + dir) + " (spec " + section + ")");
             }
             return t;
         }
@@ -168,7 +176,7 @@ public final class ModelLoader {
             HostTensor t = require(name);
             if (t.rank() != 1 || t.dim(0) != size || !t.dtype().isFloating()) {
                 throw MtpException.incompatibleModel("load: tensor '" + prefix + name + "' is " + t.describe()
-                        + ", expected a float vector [" + size + "] (spec §1.2)");
+                        + ", expected a float vector [" + size + "] (spec " + section + ")");
             }
             FiniteWeights.require(prefix + name, t, dir);
             return t.toFloatArray();
@@ -176,7 +184,7 @@ public final class ModelLoader {
 
         LinearWeight linear(String path, int out, int in) {
             LinearWeight w = linear(path);
-            checkShape(prefix + path + ".weight", w, out, in);
+            checkShape(prefix + path + ".weight", w, out, in, section);
             return w;
         }
 
@@ -190,20 +198,29 @@ public final class ModelLoader {
             if (biases != null) {
                 one.put(path + ".biases", biases);
             }
-            return ModelLoader.linear(one::get, path, prefix, dir, quant);
+            return ModelLoader.linear(one::get, path, prefix, dir, quant, section);
         }
 
         LinearWeight linear(String path) {
-            return ModelLoader.linear(tensors::get, path, prefix, dir, quant);
+            return ModelLoader.linear(tensors::get, path, prefix, dir, quant, section);
         }
     }
 
     private static LinearWeight linear(java.util.function.Function<String, HostTensor> lookup, String path,
                                        String prefix, Path dir, QuantizationConfig quant) {
+        return linear(lookup, path, prefix, dir, quant, "§1.2");
+    }
+
+    /**
+     * The linear {@code path} ({@code path.weight}, and {@code path.scales}/{@code path.biases} when MLX affine with
+     * {@code quant}'s spec for {@code path}), finite; messages show {@code prefix + path} and cite {@code section}.
+     */
+    static LinearWeight linear(java.util.function.Function<String, HostTensor> lookup, String path,
+                               String prefix, Path dir, QuantizationConfig quant, String section) {
         HostTensor weight = lookup.apply(path + ".weight");
         if (weight == null) {
             throw MtpException.incompatibleModel("load: missing tensor '" + prefix + path + ".weight'"
-                    + (dir == null ? "" : " in " + dir) + " (spec §1.2)");
+                    + (dir == null ? "" : " in " + dir) + " (spec " + section + ")");
         }
         HostTensor scales = lookup.apply(path + ".scales");
         HostTensor biases = lookup.apply(path + ".biases");
@@ -238,9 +255,13 @@ public final class ModelLoader {
     }
 
     static void checkShape(String name, LinearWeight w, int out, int in) {
+        checkShape(name, w, out, in, "§1.2");
+    }
+
+    static void checkShape(String name, LinearWeight w, int out, int in, String section) {
         if (w.outFeatures() != out || w.inFeatures() != in) {
             throw MtpException.incompatibleModel("load: tensor '" + name + "' has logical shape [" + w.outFeatures()
-                    + ", " + w.inFeatures() + "], expected [" + out + ", " + in + "] (spec §1.2)");
+                    + ", " + w.inFeatures() + "], expected [" + out + ", " + in + "] (spec " + section + ")");
         }
     }
 

@@ -44,11 +44,15 @@ public final class NormFolding {
 
     /** {@code 1 + w} in f32. */
     public static HostTensor plusOne(HostTensor w) {
-        float[] v = w.toFloatArray();
-        for (int i = 0; i < v.length; i++) {
-            v[i] = 1.0f + v[i];
+        return HostTensor.ofFloats(DType.F32, fullGain(w.toFloatArray()), w.shape());
+    }
+
+    /** {@code 1 + w} in f32, in place; returns {@code w}. */
+    public static float[] fullGain(float[] w) {
+        for (int i = 0; i < w.length; i++) {
+            w[i] = 1.0f + w[i];
         }
-        return HostTensor.ofFloats(DType.F32, v, w.shape());
+        return w;
     }
 
     /** The mean of {@code gain}, in f64. */
