@@ -81,15 +81,7 @@ public final class TargetLoader {
         }
         List<TargetWeights.Layer> layers = new ArrayList<>();
         for (int i = 0; i < rc.config().layerCount(); i++) {
-            Used used = new Used(layerTensors.getOrDefault(i, Map.of()));
-            layers.add(layer(rc, new ModelLoader.Blocks(used, "", dir, rc.common().quantization(), SECTION), i));
-            for (String name : used.keySet()) {
-                if (!used.read.contains(name)) {
-                    throw MtpException.incompatibleModel("load: unknown tensor '" + name + "' in " + dir + ": layer "
-                            + i + " (" + rc.config().layers().get(i).configName() + ", " + (rc.isMoe(i) ? "MoE"
-                            : "dense") + " MLP) reads no such tensor (spec " + SECTION + ")");
-                }
-            }
+            layers.add(assembleLayer(rc, layerTensors.getOrDefault(i, Map.of()), i, dir));
         }
         Used head = new Used(rest);
         ModelLoader.Blocks hb = new ModelLoader.Blocks(head, "", dir, rc.common().quantization(), SECTION);
@@ -121,6 +113,29 @@ public final class TargetLoader {
                     + SECTION + ")");
         }
         return Integer.parseInt(id);
+    }
+
+    /**
+     * Builds layer {@code layer} from its tensors by stored name (mapped from a file or built in memory) as
+     * {@link #load} does: shapes checked against {@code rc}, norms as full gains, Qwen3-Next projections reordered.
+     *
+     * @param dir the directory for messages, or null
+     * @throws MtpException INCOMPATIBLE_MODEL for a missing, misshapen, non-finite or unread tensor
+     */
+    public static TargetWeights.Layer assembleLayer(TargetReleaseConfig rc, Map<String, HostTensor> tensors, int layer,
+                                                    Path dir) {
+        Used used = new Used(tensors);
+        TargetWeights.Layer l = layer(rc, new ModelLoader.Blocks(used, "", dir, rc.common().quantization(), SECTION),
+                layer);
+        for (String name : used.keySet()) {
+            if (!used.read.contains(name)) {
+                throw MtpException.incompatibleModel("load: unknown tensor '" + name + "'" + (dir == null ? ""
+                        : " in " + dir) + ": layer " + layer + " (" + rc.config().layers().get(layer).configName()
+                        + ", " + (rc.isMoe(layer) ? "MoE" : "dense") + " MLP) reads no such tensor (spec " + SECTION
+                        + ")");
+            }
+        }
+        return l;
     }
 
     private static TargetWeights.Layer layer(TargetReleaseConfig rc, ModelLoader.Blocks b, int i) {
@@ -192,8 +207,8 @@ public final class TargetLoader {
         if (t.rank() != 3 || t.dim(0) != g.convDim() || t.dim(1) != 1 || t.dim(2) != g.convKernel()
                 || !t.dtype().isFloating()) {
             throw MtpException.incompatibleModel("load: tensor '" + name + "' is " + t.describe() + ", expected a "
-                    + "float tensor [" + g.convDim() + ", 1, " + g.convKernel() + "] in " + b.dir() + " (spec "
-                    + SECTION + ")");
+                    + "float tensor [" + g.convDim() + ", 1, " + g.convKernel() + "]"
+                    + (b.dir() == null ? "" : " in " + b.dir()) + " (spec " + SECTION + ")");
         }
         FiniteWeights.require(name, t, b.dir());
         return t.toFloatArray();

@@ -3,6 +3,7 @@ package org.mtporacle.tools;
 import org.mtporacle.api.DType;
 import org.mtporacle.conformance.FixtureRecipe;
 import org.mtporacle.reference.fixture.FixtureModels;
+import org.mtporacle.reference.fixture.TargetFixtures;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
@@ -13,12 +14,16 @@ import java.nio.file.Path;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 
-/** {@code mtp fixture}: writes a deterministic random-weight model in the real naming and layout. */
+/**
+ * {@code mtp fixture}: writes a deterministic random-weight model in the real naming and layout: an MTP head with its
+ * target's head, or a hybrid target with its MTP head ({@code *-target} presets, spec §13).
+ */
 @Command(name = "fixture", mixinStandardHelpOptions = true,
         description = "Write a deterministic random-weight model (config.json + safetensors) in the real layout.")
 final class FixtureCommand implements Callable<Integer> {
     @Option(names = "--preset", paramLabel = "NAME",
-            description = "tiny, small, qwen3.5-0.8b, qwen3.5-4b or qwen3.5-27b.")
+            description = "An MTP preset (tiny, small, qwen3.5-0.8b, …) or a hybrid-target preset (tiny-target, "
+                    + "small-target, tiny-moe-target); see --list.")
     String preset;
 
     @Option(names = "--seed", paramLabel = "S", defaultValue = "1", description = "Weight seed (default: 1).")
@@ -56,15 +61,22 @@ final class FixtureCommand implements Callable<Integer> {
                         p.name(), p.hiddenSize(), p.numHeads(), p.numKvHeads(), p.headDim(), p.intermediateSize(),
                         p.vocabSize(), p.tied() ? "tied" : "untied");
             }
+            System.out.println("hybrid-target presets (target + MTP head in one Qwen3.5 release directory, hf layout, "
+                    + "dense, any dtype):");
+            for (TargetFixtures.Preset p : TargetFixtures.PRESETS) {
+                System.out.printf("  %-26s %s%n", p.name(), TargetFixtures.describe(p));
+            }
             System.out.println("fixture recipes (bundled ones run by `mtp conform`):");
             FixtureRecipe.BUNDLED.forEach(r -> System.out.println("  * " + r.describe()));
             FixtureRecipe.EXTRA.forEach(r -> System.out.println("    " + r.describe()));
             return MtpCommand.EXIT_OK;
         }
         Mixins.Usage.require(spec, preset != null && out != null, "--preset and --out are required (or --list)");
-        Mixins.Usage.require(spec, FixtureModels.PRESETS.stream().anyMatch(p -> p.name().equals(preset)),
-                "--preset " + preset + ": expected one of " + String.join(", ", FixtureModels.PRESETS.stream()
-                        .map(FixtureModels.Preset::name).toList()));
+        boolean target = TargetFixtures.isPreset(preset);
+        Mixins.Usage.require(spec, target || FixtureModels.PRESETS.stream().anyMatch(p -> p.name().equals(preset)),
+                "--preset " + preset + ": expected one of " + String.join(", ", java.util.stream.Stream.concat(
+                        FixtureModels.PRESETS.stream().map(FixtureModels.Preset::name),
+                        TargetFixtures.PRESETS.stream().map(TargetFixtures.Preset::name)).toList()));
         FixtureModels.Layout l = switch (layout.toLowerCase(Locale.ROOT)) {
             case "hf" -> FixtureModels.Layout.HF;
             case "companion" -> FixtureModels.Layout.COMPANION;
@@ -78,12 +90,21 @@ final class FixtureCommand implements Callable<Integer> {
         };
         int bits = quantize.bits;
         int groupSize = quantize.group();
+        if (target) {
+            Mixins.Usage.require(spec, l == FixtureModels.Layout.HF, "--layout " + layout + ": a target preset is "
+                    + "written in the release (hf) layout only");
+            Mixins.Usage.require(spec, bits == 0, "--quantize " + bits + ": a target preset is written dense only");
+            Mixins.Usage.require(spec, TargetFixtures.parameterCount(TargetFixtures.preset(preset))
+                    <= TargetFixtures.MAX_WRITE_PARAMETERS, "--preset " + preset + ": a real shape, too big to write "
+                    + "(build it in memory with TargetFixtures.syntheticLayer / syntheticHead)");
+        }
         long start = System.nanoTime();
         Path dir;
         try (AutoCloseable ticker = quiet.progress().ticker("writing " + preset + " (" + l.name()
                 .toLowerCase() + ", " + t + (bits == 0 ? "" : ", " + bits + "-bit group " + groupSize) + ") to "
                 + out)) {
-            dir = FixtureModels.write(preset, seed, out, l, t, bits, groupSize);
+            dir = target ? TargetFixtures.write(preset, seed, out, t)
+                    : FixtureModels.write(preset, seed, out, l, t, bits, groupSize);
         }
         System.out.printf("wrote %s in %.1f s%n", dir, (System.nanoTime() - start) / 1e9);
         return MtpCommand.EXIT_OK;

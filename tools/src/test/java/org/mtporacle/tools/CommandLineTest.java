@@ -189,4 +189,25 @@ class CommandLineTest {
         assertThat(i.exit()).as(i.err()).isEqualTo(0);
         assertThat(i.out()).contains("\"layout\"").contains("companion");
     }
+
+    @Test
+    void fixtureWritesAHybridTargetThatTheTargetAndDrafterLoadersRead() {
+        Run list = run("fixture", "--list");
+        assertThat(list.out()).contains("tiny-target", "small-target", "tiny-moe-target",
+                "qwen3-next-80b-a3b-target", "(in memory only)");
+        Path out = dir.resolve("target");
+        Run f = run("fixture", "--preset", "tiny-target", "--out", out.toString(), "--dtype", "f32", "--quiet");
+        assertThat(f.exit()).as(f.err()).isEqualTo(0);
+        assertThat(org.mtporacle.io.TargetLoader.load(out).config().layerCount()).isEqualTo(4);
+        assertThat(org.mtporacle.io.ModelLoader.load(out).layout()).isEqualTo("hf");
+        for (String[] bad : List.of(new String[] {"--preset", "qwen3.5-4b-target"},
+                new String[] {"--preset", "tiny-target", "--quantize", "4"},
+                new String[] {"--preset", "tiny-target", "--layout", "companion"})) {
+            List<String> args = new java.util.ArrayList<>(List.of("fixture", "--out", dir.resolve("x").toString()));
+            args.addAll(List.of(bad));
+            Run r = run(args.toArray(String[]::new));
+            assertThat(r.exit()).as(String.join(" ", bad)).isEqualTo(MtpCommand.EXIT_USAGE);
+            assertThat(r.err()).containsAnyOf("a target preset is", "too big to write").doesNotContain("Exception");
+        }
+    }
 }
