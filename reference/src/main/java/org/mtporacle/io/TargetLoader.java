@@ -63,44 +63,58 @@ public final class TargetLoader {
         }
         TargetReleaseConfig rc = TargetConfigReader.read(configPath);
         TensorStore store = isDir ? ShardedTensorStore.open(dir, true) : SafetensorsFile.open(path, true);
-        String prefix = rc.tensorPrefix();
-        List<String> warnings = new ArrayList<>(rc.warnings());
-        Map<Integer, Map<String, HostTensor>> layerTensors = new TreeMap<>();
-        Map<String, HostTensor> rest = new TreeMap<>();
-        for (String name : store.names()) {
-            if (!name.startsWith(prefix) || name.startsWith("model.visual.")) {
-                continue;
-            }
-            String local = name.substring(prefix.length());
-            if (local.startsWith("layers.")) {
-                layerTensors.computeIfAbsent(layerIndex(name, local, rc.config().layerCount(), dir),
-                        i -> new TreeMap<>()).put(name, store.tensor(name));
-            } else {
-                rest.put(name, store.tensor(name));
-            }
-        }
+        Grouped g = group(store, rc, dir);
         List<TargetWeights.Layer> layers = new ArrayList<>();
         for (int i = 0; i < rc.config().layerCount(); i++) {
-            layers.add(assembleLayer(rc, layerTensors.getOrDefault(i, Map.of()), i, dir));
+            layers.add(assembleLayer(rc, g.layers().getOrDefault(i, Map.of()), i, dir));
         }
-        Used head = new Used(rest);
-        ModelLoader.Blocks hb = new ModelLoader.Blocks(head, "", dir, rc.common().quantization(), SECTION);
-        MtpConfig s = rc.config().shape();
-        LinearWeight embedding = hb.linear(prefix + "embed_tokens", s.vocabSize(), s.hiddenSize());
-        float[] finalNorm = gain(hb, prefix + "norm.weight", s.hiddenSize());
-        List<String> ignored = head.keySet().stream().filter(n -> !head.read.contains(n)).toList();
-        if (!ignored.isEmpty()) {
-            warnings.add("load: " + ignored.size() + " tensor(s) of the text model outside its layers are not read, "
-                    + "e.g. '" + ignored.getFirst() + "' (spec " + SECTION + ")");
-        }
-        LinearWeight lmHead = lmHead(store, rc, dir, embedding, warnings);
-        TargetWeights weights = new TargetWeights(embedding, layers, finalNorm, lmHead);
+        List<String> warnings = new ArrayList<>(rc.warnings());
+        TargetWeights weights = withHead(rc, g.rest(), store, layers, dir, warnings);
         Map<String, Path> files = new TreeMap<>();
         for (Path f : store.files()) {
             files.put(f.getFileName().toString(), f);
         }
         String identity = ModelLoader.identity(rc.fingerprint() + ";tied=" + weights.tied(), files);
         return new TargetModel(rc.config(), weights, identity, path.toString(), rc.layout(), warnings);
+    }
+
+    /** The text model's tensors: per layer, and the rest (embedding, final norm, anything else). */
+    private record Grouped(Map<Integer, Map<String, HostTensor>> layers, Map<String, HostTensor> rest) {
+    }
+
+    private static Grouped group(TensorStore store, TargetReleaseConfig rc, Path dir) {
+        String prefix = rc.tensorPrefix();
+        Grouped g = new Grouped(new TreeMap<>(), new TreeMap<>());
+        for (String name : store.names()) {
+            if (!name.startsWith(prefix) || name.startsWith("model.visual.")) {
+                continue; // the vision tower, the MTP head, lm_head (read apart) and anything else
+            }
+            String local = name.substring(prefix.length());
+            if (local.startsWith("layers.")) {
+                g.layers().computeIfAbsent(layerIndex(name, local, rc.config().layerCount(), dir),
+                        i -> new TreeMap<>()).put(name, store.tensor(name));
+            } else {
+                g.rest().put(name, store.tensor(name));
+            }
+        }
+        return g;
+    }
+
+    /** The weights of {@code layers} with the embedding, the final norm and the head. */
+    private static TargetWeights withHead(TargetReleaseConfig rc, Map<String, HostTensor> rest, TensorStore store,
+                                          List<TargetWeights.Layer> layers, Path dir, List<String> warnings) {
+        String prefix = rc.tensorPrefix();
+        Used used = new Used(rest);
+        ModelLoader.Blocks b = new ModelLoader.Blocks(used, "", dir, rc.common().quantization(), SECTION);
+        MtpConfig s = rc.config().shape();
+        LinearWeight embedding = b.linear(prefix + "embed_tokens", s.vocabSize(), s.hiddenSize());
+        float[] finalNorm = gain(b, prefix + "norm.weight", s.hiddenSize());
+        List<String> ignored = used.keySet().stream().filter(n -> !used.read.contains(n)).toList();
+        if (!ignored.isEmpty()) {
+            warnings.add("load: " + ignored.size() + " tensor(s) of the text model outside its layers are not read, "
+                    + "e.g. '" + ignored.getFirst() + "' (spec " + SECTION + ")");
+        }
+        return new TargetWeights(embedding, layers, finalNorm, lmHead(store, rc, dir, embedding, warnings));
     }
 
     private static int layerIndex(String name, String local, int layerCount, Path dir) {

@@ -295,6 +295,98 @@ class TargetLoaderTest {
         }
     }
 
+    @Test
+    void aQwen3NextMoeCopyWithPerExpertTensorsLoadsToTheSameWeights() throws IOException {
+        Path fused = org.mtporacle.reference.fixture.TargetFixtures.write("tiny-moe-target", 3L,
+                tmp.resolve("fused"), DType.F32);
+        Path next = rewrite(fused, "next-moe", c -> {
+            flatten(c);
+            c.put("decoder_sparse_step", 1);
+            c.putArray("mlp_only_layers");
+        }, (s, w) -> {
+            for (String n : s.names()) {
+                if (!n.startsWith(LM) || flatGdn(n)) {
+                    continue;
+                }
+                String to = "model." + n.substring(LM.length());
+                if (n.endsWith("mlp.experts.gate_up_proj")) {
+                    HostTensor gu = s.tensor(n);
+                    int i = gu.dim(1) / 2;
+                    String base = to.substring(0, to.length() - "gate_up_proj".length());
+                    for (int e = 0; e < gu.dim(0); e++) {
+                        HostTensor x = gu.slice0(e, e + 1).reshape(2 * i, gu.dim(2));
+                        w.add(base + e + ".gate_proj.weight", x.slice0(0, i));
+                        w.add(base + e + ".up_proj.weight", x.slice0(i, 2 * i));
+                    }
+                } else if (n.endsWith("mlp.experts.down_proj")) {
+                    HostTensor d = s.tensor(n);
+                    String base = to.substring(0, to.length() - "down_proj".length());
+                    for (int e = 0; e < d.dim(0); e++) {
+                        w.add(base + e + ".down_proj.weight", d.slice0(e, e + 1).reshape(d.dim(1), d.dim(2)));
+                    }
+                } else {
+                    w.add(to, s.tensor(n));
+                }
+            }
+            for (int i = 0; i < 3; i++) {
+                writeInterleaved(s, w, LM + "layers." + i + ".linear_attn.", "model.layers." + i + ".linear_attn.", 0);
+            }
+        });
+        TargetModel a = TargetLoader.load(fused);
+        TargetModel b = TargetLoader.load(next);
+        assertThat(b.layout()).isEqualTo("qwen3_next");
+        assertThat(b.config()).isEqualTo(a.config());
+        for (int i = 0; i < 4; i++) {
+            MlpWeights.Moe x = (MlpWeights.Moe) a.weights().layers().get(i).mlp();
+            MlpWeights.Moe y = (MlpWeights.Moe) b.weights().layers().get(i).mlp();
+            assertThat(y.numExperts()).isEqualTo(8);
+            assertThat(y.topK()).isEqualTo(2);
+            assertSameLinear(y.router(), x.router(), "router " + i);
+            assertSameLinear(y.sharedExpertGate(), x.sharedExpertGate(), "shared gate " + i);
+            for (int e = 0; e < 8; e++) {
+                assertSameLinear(y.experts().get(e).gateProj(), x.experts().get(e).gateProj(), "gate " + i + "/" + e);
+                assertSameLinear(y.experts().get(e).upProj(), x.experts().get(e).upProj(), "up " + i + "/" + e);
+                assertSameLinear(y.experts().get(e).downProj(), x.experts().get(e).downProj(), "down " + i + "/" + e);
+            }
+            if (a.weights().layers().get(i).mixer() instanceof TargetWeights.Gdn gx) {
+                TargetWeights.Gdn gy = (TargetWeights.Gdn) b.weights().layers().get(i).mixer();
+                assertSameLinear(gy.inProjQkv(), gx.inProjQkv(), "qkv " + i);
+                assertSameLinear(gy.inProjZ(), gx.inProjZ(), "z " + i);
+                assertSameLinear(gy.inProjB(), gx.inProjB(), "b " + i);
+                assertSameLinear(gy.inProjA(), gx.inProjA(), "a " + i);
+            }
+        }
+    }
+
+    @Test
+    void aShardedCopyLoadsToTheSameWeights() throws IOException {
+        Path dir = tmp.resolve("sharded");
+        Files.createDirectories(dir);
+        Files.copy(F32.resolve("config.json"), dir.resolve("config.json"));
+        ObjectNode index = SafetensorsFile.JSON.createObjectNode();
+        ObjectNode map = index.putObject("weight_map");
+        SafetensorsWriter[] shards = {new SafetensorsWriter(), new SafetensorsWriter()};
+        try (TensorStore s = TensorStore.open(F32.resolve("model.safetensors"))) {
+            for (String n : s.names()) {
+                int k = n.contains(".layers.2.") || n.contains(".layers.3.") || n.startsWith("mtp.") ? 1 : 0;
+                shards[k].add(n, s.tensor(n));
+                map.put(n, "model-0000" + (k + 1) + "-of-00002.safetensors");
+            }
+            shards[0].write(dir.resolve("model-00001-of-00002.safetensors"));
+            shards[1].write(dir.resolve("model-00002-of-00002.safetensors"));
+        }
+        Files.writeString(dir.resolve("model.safetensors.index.json"), SafetensorsFile.JSON.writeValueAsString(index));
+        TargetModel a = TargetLoader.load(F32);
+        TargetModel b = TargetLoader.load(dir);
+        assertThat(b.config()).isEqualTo(a.config());
+        for (int i = 0; i < 4; i++) {
+            assertThat(b.weights().layers().get(i).inputNorm()).isEqualTo(a.weights().layers().get(i).inputNorm());
+            assertSameLinear(((MlpWeights.Dense) b.weights().layers().get(i).mlp()).downProj(),
+                    ((MlpWeights.Dense) a.weights().layers().get(i).mlp()).downProj(), "down " + i);
+        }
+        assertThat(ModelLoader.load(dir).config()).isEqualTo(a.config().shape());
+    }
+
     // ---- bad files: one INCOMPATIBLE_MODEL line each ----------------------------------------------------------------
 
     private void assertRefused(Path dir, String... parts) {
@@ -429,15 +521,21 @@ class TargetLoaderTest {
     /** The f32 external set copied to {@code tmp/name}, config and tensors edited (null: unchanged). */
     private Path rewrite(String name, Consumer<ObjectNode> config, BiConsumer<TensorStore, SafetensorsWriter> tensors)
             throws IOException {
+        return rewrite(F32, name, config, tensors);
+    }
+
+    /** The model in {@code src} copied to {@code tmp/name}, config and tensors edited (null: unchanged). */
+    private Path rewrite(Path src, String name, Consumer<ObjectNode> config,
+                         BiConsumer<TensorStore, SafetensorsWriter> tensors) throws IOException {
         Path dst = tmp.resolve(name);
         Files.createDirectories(dst);
-        ObjectNode c = (ObjectNode) SafetensorsFile.JSON.readTree(F32.resolve("config.json").toFile());
+        ObjectNode c = (ObjectNode) SafetensorsFile.JSON.readTree(src.resolve("config.json").toFile());
         if (config != null) {
             config.accept(c);
         }
         Files.writeString(dst.resolve("config.json"), SafetensorsFile.JSON.writeValueAsString(c));
         SafetensorsWriter w = new SafetensorsWriter();
-        try (TensorStore s = TensorStore.open(F32.resolve("model.safetensors"))) {
+        try (TensorStore s = TensorStore.open(src.resolve("model.safetensors"))) {
             (tensors == null ? (BiConsumer<TensorStore, SafetensorsWriter>) (x, y) -> x.names()
                     .forEach(n -> y.add(n, x.tensor(n))) : tensors).accept(s, w);
             w.write(dst.resolve("model.safetensors"));
