@@ -7,7 +7,7 @@ import org.mtporacle.reference.kernels.Kernels;
  * The decoder layer's MLP (spec §1.4 step 8): {@code m = MLP(n)} for {@code n [N, H]}, row by row, so a batched
  * forward equals rows computed one at a time. Dense ({@link DenseMlp}) or routed MoE ({@link MoeMlp}, spec §12).
  */
-sealed interface Mlp permits DenseMlp, MoeMlp {
+public sealed interface Mlp permits DenseMlp, MoeMlp {
 
     /**
      * {@code m [N, H]} for the {@code N = kvs.length·s} rows of {@code n [N, H]} (row {@code b·s + t} belongs to
@@ -15,6 +15,14 @@ sealed interface Mlp permits DenseMlp, MoeMlp {
      * {@code trace} is set; a MoE MLP's router choices go through {@code hook} when it is set.
      */
     float[] forward(float[] n, RowKv[] kvs, int s, ForwardTrace trace, RouterHook hook);
+
+    /**
+     * {@code m [N, H]} for {@code rows} rows of {@code n [N, H]} that belong to no drafter cache (the hybrid target's
+     * layers, spec §13.1): no trace, no router hook.
+     */
+    default float[] forward(float[] n, int rows) {
+        return forward(n, new RowKv[rows], 1, null, null); // the caches are only read for a hook's positions
+    }
 
     static Mlp of(MlpWeights w, int hiddenSize, Kernels k) {
         return switch (w) {
