@@ -32,6 +32,7 @@ import java.util.List;
                 BackendsCommand.class,
                 ServeWireCommand.class,
                 TckCommand.class,
+                SpecCommand.class,
                 CommandLine.HelpCommand.class
         })
 public final class MtpCommand implements Runnable {

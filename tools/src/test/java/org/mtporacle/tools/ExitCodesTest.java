@@ -114,6 +114,9 @@ class ExitCodesTest {
         cases("mtp tck", 0, a("--backend", "reference", "--chains", "1", "--prefill-split", "12", "--report", p("t0")),
                 1, a("--backend", "drifting", "--chains", "1", "--prefill-split", "12", "--report", p("t1")),
                 2, a("--backend", "nope"), 3, a("--backend", "absent", "--report", p("t3")));
+        String target = root.resolve("reference/src/test/data/qwen35-target-transformers/float32").toString();
+        cases("mtp spec", 0, a("--model", target, "--prompt", "13,6", "--tokens", "6"),
+                2, a("--model", target, "--depth", "65"), 3, a("--model", p("missing-model")));
         cases("mtp serve-wire", 0, a("--help"), 2, a("--backend", "exec:python3 x.py"));
         cases("mtp backends", 0, a(), 2, a("--bogus"));
         cases("mtp help", 0, a("conform"), 2, a("nope"));
