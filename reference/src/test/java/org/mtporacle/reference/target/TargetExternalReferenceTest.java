@@ -13,6 +13,7 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.mtporacle.api.HiddenTap;
 import org.mtporacle.api.HostTensor;
+import org.mtporacle.api.RowCheckpoint;
 import org.mtporacle.api.RowSampler;
 import org.mtporacle.api.TargetCheckpoint;
 import org.mtporacle.api.TargetConfig;
@@ -287,7 +288,15 @@ class TargetExternalReferenceTest {
                         String at = variant + " " + tap.label() + " " + policy.label() + " row " + r;
                         SpeculativeDecoding.Request req = new SpeculativeDecoding.Request(x.ints("row" + r + "_prompt"),
                                 RowSampler.GREEDY, n, 0);
-                        SpeculativeDecoding.Result res = loop.run(List.of(req), null);
+                        float[][] drafterKv = new float[2][];
+                        SpeculativeDecoding.Result res = loop.run(List.of(req), (round, requests, tr, dr) -> {
+                            RowCheckpoint cp = dr.capture(0); // the drafter's KV after each round's commit
+                            drafterKv[0] = cp.keys() == null ? null : cp.keys().toFloatArray();
+                            drafterKv[1] = cp.values() == null ? null : cp.values().toFloatArray();
+                        });
+                        // the drafter's KV after the last round: the policies' difference lives here
+                        assertThat(nmse(drafterKv[0], x.d(p + "final_kv_k"))).as("%s drafter K", at).isLessThan(NMSE);
+                        assertThat(nmse(drafterKv[1], x.d(p + "final_kv_v"))).as("%s drafter V", at).isLessThan(NMSE);
                         assertThat(res.outputs().getFirst()).as("%s emitted", at).containsExactly(x.ints(p + "emitted"));
                         assertThat(res.accepted().getFirst()).as("%s accepted per round", at)
                                 .containsExactly(x.ints(p + "round_accepted"));
