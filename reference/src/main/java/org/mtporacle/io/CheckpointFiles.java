@@ -59,22 +59,8 @@ public final class CheckpointFiles {
      */
     public static RowCheckpoint read(Path file) {
         String where = "checkpoint " + UntrustedText.path(file);
-        try {
-            java.nio.file.attribute.BasicFileAttributes a = java.nio.file.Files.readAttributes(file,
-                    java.nio.file.attribute.BasicFileAttributes.class);
-            if (!a.isRegularFile() || a.size() > MAX_BYTES) {
-                throw MtpException.malformedFile(where + ": " + (a.isRegularFile() ? a.size() + " bytes, more than the "
-                        + MAX_BYTES + " a checkpoint file may have" : "not a regular file"));
-            }
-        } catch (java.io.IOException e) {
-            throw MtpException.malformedFile(where + ": cannot read (" + UntrustedText.clip(e.toString()) + ")");
-        }
-        SafetensorsFile f = SafetensorsFile.open(file, true);
+        SafetensorsFile f = open(file, where, MAX_BYTES, FORMAT);
         Map<String, String> meta = f.metadata();
-        if (!FORMAT.equals(meta.get("format"))) {
-            throw MtpException.malformedFile(where + ": metadata format " + UntrustedText.quote(meta.get("format"))
-                    + ", expected '" + FORMAT + "'");
-        }
         for (String name : f.names()) {
             if (!TENSORS.contains(name)) {
                 throw MtpException.malformedFile(where + ": unexpected tensor " + UntrustedText.quote(name)
@@ -93,11 +79,34 @@ public final class CheckpointFiles {
                 view(f, "keys"), view(f, "values"), f.tensor("hidden"), digest);
     }
 
-    private static HostTensor view(SafetensorsFile f, String name) {
+    /**
+     * Opens {@code file} (mapped) after checking that it is a regular file of at most {@code maxBytes}, and that its
+     * metadata names {@code format}.
+     */
+    static SafetensorsFile open(Path file, String where, long maxBytes, String format) {
+        try {
+            java.nio.file.attribute.BasicFileAttributes a = java.nio.file.Files.readAttributes(file,
+                    java.nio.file.attribute.BasicFileAttributes.class);
+            if (!a.isRegularFile() || a.size() > maxBytes) {
+                throw MtpException.malformedFile(where + ": " + (a.isRegularFile() ? a.size() + " bytes, more than the "
+                        + maxBytes + " such a file may have" : "not a regular file"));
+            }
+        } catch (java.io.IOException e) {
+            throw MtpException.malformedFile(where + ": cannot read (" + UntrustedText.clip(e.toString()) + ")");
+        }
+        SafetensorsFile f = SafetensorsFile.open(file, true);
+        if (!format.equals(f.metadata().get("format"))) {
+            throw MtpException.malformedFile(where + ": metadata format " + UntrustedText.quote(f.metadata()
+                    .get("format")) + ", expected '" + format + "'");
+        }
+        return f;
+    }
+
+    static HostTensor view(SafetensorsFile f, String name) {
         return f.contains(name) ? f.tensor(name) : null;
     }
 
-    private static String text(Map<String, String> meta, String key, String where) {
+    static String text(Map<String, String> meta, String key, String where) {
         String v = meta.get(key);
         if (v == null) {
             throw MtpException.malformedFile(where + ": metadata has no '" + key + "'");
@@ -105,7 +114,7 @@ public final class CheckpointFiles {
         return v;
     }
 
-    private static int integer(Map<String, String> meta, String key, String where) {
+    static int integer(Map<String, String> meta, String key, String where) {
         String v = text(meta, key, where);
         try {
             return Integer.parseInt(v);

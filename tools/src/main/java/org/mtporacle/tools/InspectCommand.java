@@ -6,6 +6,7 @@ import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.UntrustedText;
 import org.mtporacle.api.RowCheckpoint;
+import org.mtporacle.api.TargetCheckpoint;
 import org.mtporacle.conformance.chain.Action;
 import org.mtporacle.conformance.golden.CheckpointDigest;
 import org.mtporacle.conformance.golden.GoldenFiles;
@@ -13,6 +14,7 @@ import org.mtporacle.conformance.golden.GoldenTrace;
 import org.mtporacle.conformance.trace.ChainTrace;
 import org.mtporacle.conformance.trace.TraceFiles;
 import org.mtporacle.io.CheckpointFiles;
+import org.mtporacle.io.TargetCheckpointFiles;
 import org.mtporacle.io.ModelInspector;
 import org.mtporacle.io.SafetensorsFile;
 import picocli.CommandLine.Command;
@@ -65,6 +67,8 @@ final class InspectCommand implements Callable<Integer> {
             };
         } else if (Files.isRegularFile(path) && isCheckpoint(path)) {
             summary = checkpoint(CheckpointFiles.read(path));
+        } else if (Files.isRegularFile(path) && TargetCheckpointFiles.isTargetCheckpoint(path)) {
+            summary = targetCheckpoint(TargetCheckpointFiles.read(path));
         }
         if (summary == null) {
             ModelInspector.Report r = ModelInspector.inspect(path);
@@ -107,6 +111,26 @@ final class InspectCommand implements Callable<Integer> {
                 : "DOES NOT MATCH (recorded " + UntrustedText.clip(cp.digest().substring(0, Math.min(12,
                 cp.digest().length()))) + "…): the label or the tensors were changed after capture; restore "
                 + "refuses it");
+        return m;
+    }
+
+    private static Map<String, Object> targetCheckpoint(TargetCheckpoint cp) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("kind", "target checkpoint");
+        m.put("schema", UntrustedText.clip(cp.schema()));
+        m.put("processedTokens", cp.processedTokens());
+        m.put("modelIdentity", UntrustedText.clip(cp.modelIdentity()));
+        Map<String, Object> t = new LinkedHashMap<>();
+        HostTensor[] tensors = {cp.convWindows(), cp.recurrentStates(), cp.keys(), cp.values()};
+        String[] names = {"convWindows", "recurrentStates", "keys", "values"};
+        for (int i = 0; i < names.length; i++) {
+            t.put(names[i], tensors[i] == null ? "none" : tensors[i].describe());
+        }
+        m.put("tensors", t);
+        String content = cp.contentDigest();
+        m.put("contentDigest", content);
+        m.put("recordedDigest", cp.digest() == null ? "none (restore refuses it)" : content.equals(cp.digest())
+                ? "matches" : "DOES NOT MATCH: the label or the tensors were changed after capture; restore refuses it");
         return m;
     }
 

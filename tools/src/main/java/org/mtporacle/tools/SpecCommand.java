@@ -108,6 +108,15 @@ final class SpecCommand implements Callable<Integer> {
                     + "${DEFAULT-VALUE}).")
     int threads;
 
+    @Option(names = "--save-state", paramLabel = "FILE",
+            description = "Write the target row's state after the run (a target checkpoint file, "
+                    + "mtp-oracle-target-checkpoint/1) to FILE, for comparing an engine's state; `mtp inspect FILE` "
+                    + "reads it.")
+    Path saveState;
+
+    @Option(names = "--force", description = "Overwrite --save-state's FILE if it exists.")
+    boolean force;
+
     @Mixin
     Mixins.Json json;
 
@@ -128,6 +137,10 @@ final class SpecCommand implements Callable<Integer> {
         RowSampler sampler = Mixins.Usage.lookup(spec, () -> temperature == 0 ? RowSampler.GREEDY
                 : RowSampler.of(temperature, topK, topP, seed));
 
+        if (saveState != null && java.nio.file.Files.exists(saveState) && !force) {
+            throw org.mtporacle.api.MtpException.invalidArgument("spec: " + saveState
+                    + " already exists (give --force to overwrite it)");
+        }
         TargetModel target = TargetLoader.load(model);
         MtpModel drafter = ModelLoader.load(model);
         int vocab = target.config().shape().vocabSize();
@@ -144,8 +157,13 @@ final class SpecCommand implements Callable<Integer> {
         try (ReferenceTarget t = new ReferenceTarget(target, new Kernels(KernelMode.VECTOR, threads), form);
              ReferenceDraftModel m = new ReferenceDraftModel(drafter, new Kernels(KernelMode.VECTOR, threads))) {
             numerics = t.numerics();
+            org.mtporacle.api.TargetCheckpoint[] last = new org.mtporacle.api.TargetCheckpoint[1];
             result = new SpeculativeDecoding(t, m, SpeculativeDecoding.Options.of(hiddenTap, policy, depth))
-                    .run(List.of(request), null);
+                    .run(List.of(request), saveState == null ? null : (round, requests, tr, dr) -> last[0] =
+                            tr.capture(0));
+            if (saveState != null && last[0] != null) {
+                org.mtporacle.io.TargetCheckpointFiles.write(last[0], saveState);
+            }
             plain = SpeculativeDecoding.plain(t, request);
         }
         int[] out = result.outputs().getFirst();
@@ -160,6 +178,10 @@ final class SpecCommand implements Callable<Integer> {
             System.out.println(JSON.writeValueAsString(report));
         } else {
             print(target, ids, sampler, hiddenTap, policy, numerics, out, plain, same, firstDiff, result);
+            if (saveState != null) {
+                System.out.println("target state after the run: " + saveState + (result.counters().rounds() == 0
+                        ? " (not written: no round ran, --tokens 1)" : ""));
+            }
         }
         return same ? MtpCommand.EXIT_OK : MtpCommand.EXIT_FAILED;
     }

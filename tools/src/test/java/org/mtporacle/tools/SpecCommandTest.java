@@ -48,6 +48,22 @@ class SpecCommandTest {
     }
 
     @Test
+    void savesTheTargetStateThatInspectReadsAndRefusesToOverwriteIt(@org.junit.jupiter.api.io.TempDir Path dir) {
+        Path file = dir.resolve("state.safetensors");
+        Cli r = Cli.run("spec", "--model", DATA.toString(), "--prompt", "3,4", "--tokens", "5", "--save-state",
+                file.toString());
+        assertThat(r.exit()).as(r.out()).isZero();
+        Cli i = Cli.run("inspect", file.toString());
+        assertThat(i.exit()).as(i.out()).isZero();
+        assertThat(i.out()).contains("kind: target checkpoint", "recurrentStates: F32[3, 4, 16, 16]",
+                "recordedDigest: matches");
+        Cli again = Cli.run("spec", "--model", DATA.toString(), "--prompt", "3,4", "--tokens", "5", "--save-state",
+                file.toString());
+        assertThat(again.exit()).isEqualTo(MtpCommand.EXIT_ERROR);
+        assertThat(again.out()).contains("already exists (give --force to overwrite it)");
+    }
+
+    @Test
     void aPromptIdOutsideTheVocabularyIsAUsageError() {
         Cli r = Cli.run("spec", "--model", DATA.toString(), "--prompt", "1,512");
         assertThat(r.exit()).isEqualTo(MtpCommand.EXIT_USAGE);
