@@ -95,7 +95,7 @@ public final class ModelLoader {
         MtpConfig config = cfg.toMtpConfig(weights.embedding().outFeatures(), inter);
         BlockBounds.require(config, weights, dir);
         List<String> warnings = new ArrayList<>(head.warnings());
-        String suspicious = NormFolding.suspiciousNorm(layout, weights.preFcNormEmbedding());
+        String suspicious = NormFolding.suspiciousNorms(layout, weights);
         if (suspicious != null) {
             warnings.add(suspicious);
         }

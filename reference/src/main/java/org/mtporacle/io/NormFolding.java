@@ -70,16 +70,39 @@ public final class NormFolding {
      * {@value #UNFOLDED_MEAN}), or null (spec §11.4).
      */
     public static String suspiciousNorm(String layout, float[] preFcNormEmbeddingGain) {
+        return suspiciousNorm(layout, preFcNormEmbeddingGain, null);
+    }
+
+    /** The first words of every norm warning, for callers that act on it ({@code mtp convert}). */
+    public static final String WARNING_PREFIX = "norms: ";
+
+    /**
+     * {@link #suspiciousNorm(String, float[])} for a whole model: the warning also lists the mean full gain of each of
+     * the block's seven norms and says what to do, or null.
+     */
+    public static String suspiciousNorms(String layout, org.mtporacle.api.MtpWeights w) {
+        String gains = String.format(java.util.Locale.ROOT, "mean full gains: pre_fc_norm_embedding %.3f, "
+                + "pre_fc_norm_hidden %.3f, layers.0.input_layernorm %.3f, layers.0.self_attn.q_norm %.3f, "
+                + "layers.0.self_attn.k_norm %.3f, layers.0.post_attention_layernorm %.3f, norm %.3f",
+                meanGain(w.preFcNormEmbedding()), meanGain(w.preFcNormHidden()), meanGain(w.inputNorm()),
+                meanGain(w.qNorm()), meanGain(w.kNorm()), meanGain(w.postAttentionNorm()), meanGain(w.finalNorm()));
+        return suspiciousNorm(layout, w.preFcNormEmbedding(), gains);
+    }
+
+    private static String suspiciousNorm(String layout, float[] preFcNormEmbeddingGain, String gains) {
         double mean = meanGain(preFcNormEmbeddingGain);
         if (layout.equals("hf") && mean > FOLDED_TWICE_MEAN) {
             return String.format(java.util.Locale.ROOT, "norms: pre_fc_norm_embedding mean gain %.4f after adding 1 "
                     + "exceeds %.1f; the raw HF checkpoint looks already folded, so +1 may be applied twice "
-                    + "(spec §11.4)", mean, FOLDED_TWICE_MEAN);
+                    + "(spec §11.4)", mean, FOLDED_TWICE_MEAN) + (gains == null ? "" : "; " + gains
+                    + ". If another tool folded these norms, subtract 1 from each (raw HF stores zero-centred w), or "
+                    + "keep the full gains as a companion (model_type qwen3_5_mtp, no mtp. prefix)");
         }
         if (layout.equals("companion") && mean < UNFOLDED_MEAN) {
             return String.format(java.util.Locale.ROOT, "norms: pre_fc_norm_embedding mean gain %.4f is below %.1f; "
                     + "the companion looks unfolded (zero-centred gains used as full gains) (spec §11.4)",
-                    mean, UNFOLDED_MEAN);
+                    mean, UNFOLDED_MEAN) + (gains == null ? "" : "; " + gains + ". A companion stores full gains "
+                    + "1 + w: add 1 to each, or convert the raw HF checkpoint with mtp convert");
         }
         return null;
     }

@@ -40,6 +40,10 @@ final class ConvertCommand implements Callable<Integer> {
             + "replaced).")
     boolean force;
 
+    @Option(names = "--allow-suspicious-norms", description = "Convert even when the input's norms look folded already "
+            + "(the companion would bake in gains of about 2, spec §11.4); without it such an input is refused.")
+    boolean allowSuspiciousNorms;
+
     @Mixin
     Mixins.Quantize quantize;
 
@@ -51,6 +55,15 @@ final class ConvertCommand implements Callable<Integer> {
         int group = quantize.group();
         if (!force && nonEmpty(out)) {
             throw MtpException.invalidArgument("convert: " + out + " is not empty (give --force to write into it)");
+        }
+        if (!allowSuspiciousNorms) {
+            MtpModel input = ModelLoader.load(from);
+            for (String w : input.warnings()) {
+                if (w.startsWith(org.mtporacle.io.NormFolding.WARNING_PREFIX)) {
+                    throw MtpException.incompatibleModel("convert: " + w + "; refusing to bake it into a companion "
+                            + "(give --allow-suspicious-norms to convert it as it is)");
+                }
+            }
         }
         ProgressLine progress = quiet.progress();
         CompanionConverter.Result r = CompanionConverter.convert(from, out,

@@ -19,6 +19,7 @@ import org.mtporacle.io.ModelInspector;
 import org.mtporacle.io.SafetensorsFile;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 import java.nio.file.Files;
@@ -45,6 +46,10 @@ final class InspectCommand implements Callable<Integer> {
 
     @Mixin
     Mixins.Json json;
+
+    @Option(names = "--strict", description = "Exit 1 when the model has warnings (a norm that looks folded twice or "
+            + "unfolded, an ignored head), so that CI sees them.")
+    boolean strict;
 
     @Override
     public Integer call() throws Exception {
@@ -73,6 +78,11 @@ final class InspectCommand implements Callable<Integer> {
         if (summary == null) {
             ModelInspector.Report r = ModelInspector.inspect(path);
             System.out.print(json.json ? r.toJson() + "\n" : r.toText());
+            if (strict && !r.warnings().isEmpty()) {
+                System.out.println("inspect: " + r.warnings().size() + " warning" + (r.warnings().size() == 1 ? "" : "s")
+                        + " (--strict makes a warning a failure)");
+                return MtpCommand.EXIT_FAILED;
+            }
         } else if (json.json) {
             System.out.println(JSON.writeValueAsString(summary));
         } else {

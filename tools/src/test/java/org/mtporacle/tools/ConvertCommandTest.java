@@ -24,6 +24,46 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 class ConvertCommandTest {
     private static final long SEED = 21;
 
+    /**
+     * A raw-HF-layout directory whose norms were already folded (a companion's full gains re-saved under the
+     * {@code mtp.} names): loading it adds 1 a second time.
+     */
+    static Path doubleFolded(Path tmp) {
+        Path comp = FixtureModels.write("tiny", SEED, tmp.resolve("comp"), FixtureModels.Layout.COMPANION, DType.F32,
+                0, 0);
+        Path hf = FixtureModels.write("tiny", SEED, tmp.resolve("clean-hf"), FixtureModels.Layout.HF, DType.F32, 0, 0);
+        Path bad = tmp.resolve("double-folded");
+        org.mtporacle.io.SafetensorsWriter w = new org.mtporacle.io.SafetensorsWriter();
+        try (org.mtporacle.io.TensorStore c = org.mtporacle.io.TensorStore.open(comp.resolve("model.safetensors"));
+             org.mtporacle.io.TensorStore h = org.mtporacle.io.TensorStore.open(hf.resolve("model.safetensors"))) {
+            c.names().forEach(n -> w.add("mtp." + n, c.tensor(n)));
+            h.names().stream().filter(n -> !n.startsWith("mtp.")).forEach(n -> w.add(n, h.tensor(n)));
+            Files.createDirectories(bad);
+            Files.copy(hf.resolve("config.json"), bad.resolve("config.json"));
+            w.write(bad.resolve("model.safetensors"));
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+        return bad;
+    }
+
+    @Test
+    void aSuspiciousFoldStopsConversionUnlessAllowedAndInspectStrictFailsOnIt(@TempDir Path tmp) {
+        Path bad = doubleFolded(tmp);
+        Cli r = Cli.run("convert", "--from", bad.toString(), "--out", tmp.resolve("out").toString(), "--quiet");
+        assertThat(r.exit()).as(r.out()).isEqualTo(MtpCommand.EXIT_ERROR);
+        assertThat(r.out()).contains("looks already folded", "pre_fc_norm_hidden", "layers.0.self_attn.q_norm",
+                "subtract 1 from each", "give --allow-suspicious-norms");
+        assertThat(tmp.resolve("out")).doesNotExist();
+        Cli inspect = Cli.run("inspect", bad.toString(), "--strict");
+        assertThat(inspect.exit()).as(inspect.out()).isEqualTo(MtpCommand.EXIT_FAILED);
+        assertThat(inspect.out()).contains("1 warning (--strict makes a warning a failure)");
+        Cli allowed = Cli.run("convert", "--from", bad.toString(), "--out", tmp.resolve("out").toString(), "--quiet",
+                "--allow-suspicious-norms");
+        assertThat(allowed.exit()).as(allowed.out()).isZero();
+        assertThat(Cli.run("inspect", tmp.resolve("clean-hf").toString(), "--strict").exit()).isZero();
+    }
+
     @Test
     void denseConversionLoadsToBitIdenticalWeights(@TempDir Path tmp) {
         Path hf = FixtureModels.write("tiny", SEED, tmp.resolve("hf"), FixtureModels.Layout.HF, DType.BF16, 0, 0);

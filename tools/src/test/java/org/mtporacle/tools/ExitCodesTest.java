@@ -101,7 +101,8 @@ class ExitCodesTest {
         cases("mtp golden diff", 0, a(tiny, tiny), 1, a(tiny, sampling), 2, a(tiny), 3, a(tiny, p("missing.json")));
         cases("mtp fixture", 0, a("--list"), 2, a("--preset", "tiny", "--out", p("f2"), "--dtype", "f64"),
                 3, a("--preset", "tiny", "--out", p("file/sub"), "--quiet"));
-        cases("mtp inspect", 0, a(tiny), 2, a(), 3, a(p("missing.json")));
+        cases("mtp inspect", 0, a(tiny), 1, a(ConvertCommandTest.doubleFolded(dir).toString(), "--strict"), 2, a(),
+                3, a(p("missing.json")));
         cases("mtp convert", 0, a("--from", p("hf"), "--out", p("companion"), "--quiet"),
                 2, a("--from", p("hf"), "--out", p("q"), "--quantize", "7"),
                 3, a("--from", p("hf"), "--out", p("hf"), "--quiet"));
