@@ -87,6 +87,7 @@ public final class MlxC {
     private final MethodHandle mlxArrayDtype;
     private final MethodHandle mlxArraySize;
     private final MethodHandle mlxArrayDataFloat32;
+    private final MethodHandle mlxArrayStrides;
     private final MethodHandle mlxArrayDataUint32;
     private final MethodHandle mlxArrayDataInt32;
     // ops.h
@@ -169,6 +170,7 @@ public final class MlxC {
                 ? h("_mlx_array_is_available", JAVA_INT, ADDRESS, HANDLE) : null;
         mlxArrayNdim = h("mlx_array_ndim", JAVA_LONG, HANDLE);
         mlxArrayShape = h("mlx_array_shape", ADDRESS, HANDLE);
+        mlxArrayStrides = h("mlx_array_strides", ADDRESS, HANDLE);
         mlxArrayDtype = h("mlx_array_dtype", JAVA_INT, HANDLE);
         mlxArraySize = h("mlx_array_size", JAVA_LONG, HANDLE);
         mlxArrayDataFloat32 = h("mlx_array_data_float32", ADDRESS, HANDLE);
@@ -415,6 +417,11 @@ public final class MlxC {
 
     public MemorySegment mlx_array_shape(MemorySegment arr) {
         try { return (MemorySegment) mlxArrayShape.invokeExact(arr); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    /** {@code const size_t* mlx_array_strides(const mlx_array arr)}: element strides, one per dimension. */
+    public MemorySegment mlx_array_strides(MemorySegment arr) {
+        try { return (MemorySegment) mlxArrayStrides.invokeExact(arr); } catch (Throwable t) { throw rethrow(t); }
     }
 
     public int mlx_array_dtype(MemorySegment arr) {
