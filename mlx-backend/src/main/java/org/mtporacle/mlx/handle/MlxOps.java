@@ -260,6 +260,14 @@ public final class MlxOps {
         return a;
     }
 
+    /** {@code 0, 1, …, n − 1} as int32 {@code [n]}, made on the device. */
+    public MlxArray arange(int n) {
+        if (n < 0) {
+            throw MtpException.invalidArgument("mlx_arange: negative length " + n);
+        }
+        return op("mlx_arange", r -> c.mlx_arange(r, 0, n, 1, MlxC.MLX_INT32, s()));
+    }
+
     /** Zeros of {@code shape} and {@code dtype}. */
     public MlxArray zeros(int dtype, int... shape) {
         for (int d : shape) {
@@ -717,8 +725,10 @@ public final class MlxOps {
     }
 
     /**
-     * The running sum along {@code axis}, left to right on the CPU: inclusive ({@code out[i] = a[0] + … + a[i]}) or
-     * exclusive ({@code out[0] = 0}, {@code out[i] = out[i−1] + a[i−1]}).
+     * The running sum along {@code axis}: inclusive ({@code out[i] = a[0] + … + a[i]}) or exclusive ({@code out[0] = 0},
+     * {@code out[i] = out[i−1] + a[i−1]}), left to right on the CPU. MLX's CUDA scan adds partial sums in other orders
+     * for neighbouring outputs, so there {@code out[i]} may differ from {@code out[i−1]} by an ulp, either way, even
+     * where {@code a[i−1] = 0} (docs/mlx-upstream/cumsum-zero-steps.md).
      */
     public MlxArray cumsum(MlxArray a, int axis, boolean inclusive) {
         int ax = axis("mlx_cumsum", a, axis);
