@@ -86,7 +86,8 @@ public final class MlxBackend implements MtpBackend {
             }
             String devices = lib.hasGpu() ? "GPU available" : "CPU only";
             return Availability.yes("mlx-c at " + lib.path() + (lib.loadedGlobally() ? " (RTLD_GLOBAL)" : "")
-                    + ", MLX " + lib.version() + ", " + devices
+                    + ", MLX " + lib.version() + (lib.versionNote() == null ? "" : " (" + lib.versionNote() + ")")
+                    + ", " + devices
                     + ", default device " + (defaultDevice.equals("auto") ? (lib.hasGpu() ? "gpu" : "cpu")
                     : defaultDevice + " (MTP_MLX_DEVICE)") + env + "; options precision=native|f32, "
                     + "device=auto|cpu|gpu, moe=gather|per-expert (MoE layers; default gather), compile=off|on (default "

@@ -31,7 +31,9 @@ final class MlxDraftSampler {
     private final MlxArray invT;        // [B, 1] f32: f32(1 / T) (1 for greedy rows)
     private final MlxArray keys;        // [d, B, 2] uint32: key(stepKey(seed_b, step_b + t))
     private final MlxArray negInf;      // f32 scalar −inf
-    private final MlxArray one;         // int32 scalar 1
+    private final MlxArray zero;        // f32 scalar 0
+    private final MlxArray none;        // int32 scalar −1
+    private final MlxArray tokens;      // [V] int32: 0 … V−1
 
     private MlxDraftSampler(MlxOps ops, DraftSampling sampling, long[] steps, int depth, int vocab) {
         this.rows = sampling.rowCount();
@@ -72,7 +74,9 @@ final class MlxDraftSampler {
         this.invT = seeded ? ops.fromFloats(scale, rows, 1) : null;
         this.keys = seeded ? ops.fromUints(words, depth, rows, 2) : null;
         this.negInf = seeded ? ops.fromFloats(new float[] {Float.NEGATIVE_INFINITY}) : null;
-        this.one = seeded ? ops.fromInts(new int[] {1}) : null;
+        this.zero = seeded ? ops.fromFloats(new float[] {0f}) : null;
+        this.none = seeded ? ops.fromInts(new int[] {-1}) : null;
+        this.tokens = seeded ? ops.arange(vocab) : null;
     }
 
     /** The samplers of a round of {@code depth} positions, row {@code b} at steps {@code steps[b] + t}. */
@@ -123,8 +127,8 @@ final class MlxDraftSampler {
 
     /**
      * The inverse-CDF draw (§5): {@code w = exp(x − max x)} (the indicator of the max when it is infinite), the
-     * exclusive f32 running sum {@code c}, {@code u · S} with {@code S = c[V−1] + w[V−1]}, and the last {@code i}
-     * with {@code c[i] ≤ u · S}, counted as the number of {@code i} with {@code !(u · S < c[i])}, less one.
+     * exclusive f32 running sum {@code c}, {@code u · S} with {@code S = c[V−1] + w[V−1]}, and the last {@code i} with
+     * {@code c[i] ≤ u · S}, taken among the tokens of positive weight ({@link #lastDrawable}).
      */
     private MlxArray inverseCdf(MlxOps ops, MlxArray x, MlxArray u) {
         MlxArray m = ops.max(x, -1, true); // [B, 1]
@@ -134,9 +138,22 @@ final class MlxDraftSampler {
         int[] lastStart = {0, vocab - 1};
         int[] lastStop = {rows, vocab};
         MlxArray total = ops.add(ops.slice(c, lastStart, lastStop), ops.slice(w, lastStart, lastStop)); // [B, 1]
-        MlxArray target = ops.multiply(u, total);
-        MlxArray notAbove = ops.astype(ops.logicalNot(ops.less(target, c)), MlxC.MLX_INT32);
-        return ops.subtract(ops.sum(notAbove, -1, false), one);
+        return lastDrawable(ops, w, c, ops.multiply(u, total), tokens, zero, none);
+    }
+
+    /**
+     * The last token {@code i} (int32 {@code [B]}) with {@code w[i] > 0} and {@code c[i] ≤ target}, for weights
+     * {@code w [B, V]}, their exclusive running sums {@code c} and {@code target [B, 1]}. With a left-to-right sum
+     * (MLX's CPU) {@code c} is constant across a run of zero weights, so this is the last {@code i} with
+     * {@code c[i] ≤ target} that §5 asks for. A GPU scan adds partial sums in another order for neighbouring
+     * outputs, so {@code c} can step by an ulp inside such a run (MLX's CUDA cumsum does,
+     * docs/mlx-upstream/cumsum-zero-steps.md); a target in that step would otherwise draw a token of weight 0,
+     * one that top-k or top-p removed. The first positive weight has {@code c = 0 ≤ target}, so some token qualifies.
+     */
+    static MlxArray lastDrawable(MlxOps ops, MlxArray w, MlxArray c, MlxArray target, MlxArray tokens,
+                                 MlxArray zero, MlxArray none) {
+        MlxArray drawable = ops.logicalAnd(ops.logicalNot(ops.less(target, c)), ops.greater(w, zero));
+        return ops.max(ops.where(drawable, tokens, none), -1, false);
     }
 
     /** {@code uniform(key_b, 1)[0]} for every row at position {@code t}, as {@code [B, 1]} (§4). */

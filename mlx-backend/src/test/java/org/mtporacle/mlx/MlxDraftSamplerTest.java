@@ -94,6 +94,34 @@ class MlxDraftSamplerTest {
         assertThat(counts[1]).as("draws that differ from the reference").isZero();
     }
 
+    /**
+     * The draw's last step on a running sum shaped like MLX's CUDA scan output (docs/mlx-upstream/cumsum-zero-steps.md):
+     * two ulps up inside the run of zero weights between tokens 1 and 5. A target inside the step still draws token 1,
+     * never the zero-weight token 3 that the plain count of {@code c[i] ≤ target} gives; at or above the step it draws
+     * token 5.
+     */
+    @Test
+    void theDrawNeverLandsOnAZeroWeightTokenWhenTheRunningSumStepsInsideARunOfZeros() {
+        float b = 6.805235f;
+        float a = Math.nextUp(Math.nextUp(b));
+        float[] w = {0f, b, 0f, 0f, 0f, 0.5f, 0f};
+        float[] c = {0f, 0f, b, b, a, a, a + 0.5f}; // exclusive; left to right, c[4] and c[5] would equal b
+        float[] targets = {0f, 3f, b, Math.nextUp(b), a, Math.nextDown(a + 0.5f)};
+        int[] expected = {1, 1, 1, 1, 5, 5};
+        MlxTestSupport.onMlx(ops -> {
+            MlxArray wa = ops.fromFloats(w, 1, w.length);
+            MlxArray ca = ops.fromFloats(c, 1, c.length);
+            MlxArray tokens = ops.arange(w.length);
+            MlxArray zero = ops.fromFloats(new float[] {0f});
+            MlxArray none = ops.fromInts(new int[] {-1});
+            for (int i = 0; i < targets.length; i++) {
+                MlxArray target = ops.fromFloats(new float[] {targets[i]}, 1, 1);
+                int[] drawn = ops.toInts(MlxDraftSampler.lastDrawable(ops, wa, ca, target, tokens, zero, none));
+                assertThat(drawn).as("target %s", targets[i]).containsExactly(expected[i]);
+            }
+        });
+    }
+
     @Test
     void aDraftRoundReadsTheHostOnceWhateverTheSamplers() {
         MlxBackend backend = MlxTestSupport.requireMlx();

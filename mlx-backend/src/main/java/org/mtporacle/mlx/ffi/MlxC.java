@@ -14,6 +14,7 @@ import java.lang.invoke.MethodType;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BOOLEAN;
+import static java.lang.foreign.ValueLayout.JAVA_DOUBLE;
 import static java.lang.foreign.ValueLayout.JAVA_FLOAT;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
@@ -87,6 +88,7 @@ public final class MlxC {
     private final MethodHandle mlxArrayDtype;
     private final MethodHandle mlxArraySize;
     private final MethodHandle mlxArrayDataFloat32;
+    private final MethodHandle mlxArrayStrides;
     private final MethodHandle mlxArrayDataUint32;
     private final MethodHandle mlxArrayDataInt32;
     // ops.h
@@ -110,6 +112,7 @@ public final class MlxC {
     private final MethodHandle mlxAstype;
     private final MethodHandle mlxContiguous;
     private final MethodHandle mlxZeros;
+    private final MethodHandle mlxArange;
     private final MethodHandle mlxLogsumexpAxis;
     private final MethodHandle mlxArgmaxAxis;
     private final MethodHandle mlxMaxAxis;
@@ -169,6 +172,7 @@ public final class MlxC {
                 ? h("_mlx_array_is_available", JAVA_INT, ADDRESS, HANDLE) : null;
         mlxArrayNdim = h("mlx_array_ndim", JAVA_LONG, HANDLE);
         mlxArrayShape = h("mlx_array_shape", ADDRESS, HANDLE);
+        mlxArrayStrides = h("mlx_array_strides", ADDRESS, HANDLE);
         mlxArrayDtype = h("mlx_array_dtype", JAVA_INT, HANDLE);
         mlxArraySize = h("mlx_array_size", JAVA_LONG, HANDLE);
         mlxArrayDataFloat32 = h("mlx_array_data_float32", ADDRESS, HANDLE);
@@ -199,6 +203,7 @@ public final class MlxC {
         mlxAstype = h("mlx_astype", JAVA_INT, ADDRESS, HANDLE, JAVA_INT, HANDLE);
         mlxContiguous = h("mlx_contiguous", JAVA_INT, ADDRESS, HANDLE, JAVA_BOOLEAN, HANDLE);
         mlxZeros = h("mlx_zeros", JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, HANDLE);
+        mlxArange = h("mlx_arange", JAVA_INT, ADDRESS, JAVA_DOUBLE, JAVA_DOUBLE, JAVA_DOUBLE, JAVA_INT, HANDLE);
         mlxLogsumexpAxis = h("mlx_logsumexp_axis", JAVA_INT, ADDRESS, HANDLE, JAVA_INT, JAVA_BOOLEAN, HANDLE);
         mlxArgmaxAxis = h("mlx_argmax_axis", JAVA_INT, ADDRESS, HANDLE, JAVA_INT, JAVA_BOOLEAN, HANDLE);
         mlxMaxAxis = h("mlx_max_axis", JAVA_INT, ADDRESS, HANDLE, JAVA_INT, JAVA_BOOLEAN, HANDLE);
@@ -417,6 +422,11 @@ public final class MlxC {
         try { return (MemorySegment) mlxArrayShape.invokeExact(arr); } catch (Throwable t) { throw rethrow(t); }
     }
 
+    /** {@code const size_t* mlx_array_strides(const mlx_array arr)}: element strides, one per dimension. */
+    public MemorySegment mlx_array_strides(MemorySegment arr) {
+        try { return (MemorySegment) mlxArrayStrides.invokeExact(arr); } catch (Throwable t) { throw rethrow(t); }
+    }
+
     public int mlx_array_dtype(MemorySegment arr) {
         try { return (int) mlxArrayDtype.invokeExact(arr); } catch (Throwable t) { throw rethrow(t); }
     }
@@ -558,6 +568,11 @@ public final class MlxC {
 
     public int mlx_contiguous(MemorySegment res, MemorySegment a, boolean allowColMajor, MemorySegment s) {
         try { return (int) mlxContiguous.invokeExact(res, a, allowColMajor, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    /** {@code mlx_arange(res, start, stop, step, dtype, s)}: {@code start, start + step, …} below {@code stop}. */
+    public int mlx_arange(MemorySegment res, double start, double stop, double step, int dtype, MemorySegment s) {
+        try { return (int) mlxArange.invokeExact(res, start, stop, step, dtype, s); } catch (Throwable t) { throw rethrow(t); }
     }
 
     public int mlx_zeros(MemorySegment res, MemorySegment shape, long shapeNum, int dtype, MemorySegment s) {

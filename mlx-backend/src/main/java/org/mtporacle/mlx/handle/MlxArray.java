@@ -67,6 +67,13 @@ public final class MlxArray implements AutoCloseable {
         return s[axis < 0 ? s.length + axis : axis];
     }
 
+    /** The element strides, one per dimension (those of the evaluated data; row-major before evaluation). */
+    long[] strides() {
+        MlxC c = lib.c();
+        int n = (int) c.mlx_array_ndim(handle());
+        return n == 0 ? new long[0] : c.mlx_array_strides(handle()).reinterpret(8L * n).toArray(ValueLayout.JAVA_LONG);
+    }
+
     /** The {@code mlx_dtype} code. */
     public int dtype() {
         return lib.c().mlx_array_dtype(handle());

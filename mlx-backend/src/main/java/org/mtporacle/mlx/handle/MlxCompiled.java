@@ -128,6 +128,7 @@ public final class MlxCompiled implements AutoCloseable {
             MemorySegment res = c.mlx_vector_array_new(Arena.ofAuto());
             try (MlxScope scope = new MlxScope(lib)) {
                 MlxOps ops = new MlxOps(stream, scope);
+                ops.markTracing();
                 long n = c.mlx_vector_array_size(input);
                 List<MlxArray> in = new ArrayList<>((int) n);
                 for (long i = 0; i < n; i++) {

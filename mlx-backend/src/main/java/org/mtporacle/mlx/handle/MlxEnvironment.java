@@ -17,7 +17,8 @@ import java.util.Optional;
  *
  * <ul>
  *   <li>{@code MLX_USE_CUDA_GRAPHS=0}: with CUDA graphs, MLX 0.31's CUDA backend fails every evaluation
- *       ({@code cudaGraphAddDependencies(...) failed: invalid argument}).</li>
+ *       ({@code cudaGraphAddDependencies(...) failed: invalid argument}); MLX 0.32.1's works but was slower on an H200
+ *       (qwen3.5-0.8b draft round, bf16, B = 1: 1.55 ms with graphs, 1.25 ms without; README).</li>
  *   <li>{@code MLX_ENABLE_TF32=0}: MLX's CUDA backend computes f32 matmuls in TF32 by default (10-bit mantissa),
  *       which puts checkpoint NMSE near 1e-7, over the {@code f32} profile's 1e-9. bf16 matmuls are unaffected.</li>
  *   <li>{@code MLX_CUDA_USE_CUDNN_SDPA=0}, only where mlx-c could not be loaded into the global namespace (see
@@ -40,7 +41,8 @@ public final class MlxEnvironment {
 
     /** What this backend sets, in order, with the reason printed by {@code mtp backends}. */
     static final Map<String, String[]> REQUIRED = Map.of(
-            "MLX_USE_CUDA_GRAPHS", new String[] {"0", "CUDA graphs fail every evaluation in MLX 0.31"},
+            "MLX_USE_CUDA_GRAPHS", new String[] {"0", "CUDA graphs fail every evaluation in MLX 0.31 and slow MLX "
+                    + "0.32.1's draft round"},
             "MLX_ENABLE_TF32", new String[] {"0", "f32 matmuls would run in TF32"},
             "MLX_CUDA_USE_CUDNN_SDPA", new String[] {"0", "mlx-c is not in the global namespace, where cuDNN "
                     + "looks up its own symbols: its fused attention would crash the process"});

@@ -20,8 +20,13 @@ import java.util.List;
  * one {@link MlxThread} this library owns.
  */
 public final class MlxLibrary {
-    /** The MLX version family mlx-c 0.6.x pins; the bindings were written against mlx-c 0.6.0 / MLX 0.31.1. */
-    public static final String PINNED_MLX = "0.31.";
+    /**
+     * The oldest MLX these bindings accept: mlx-c 0.6's C API, which they bind symbol by symbol, wraps MLX 0.31's C++
+     * API; later MLX keeps that C API (mlx-c 0.6.0 builds against MLX 0.32 with two C++ call sites adapted).
+     */
+    public static final String OLDEST_MLX = "0.31.0";
+    /** The MLX versions the bindings were tested with (CPU and CUDA); later ones are accepted as untested. */
+    public static final List<String> TESTED_MLX = List.of("0.31.1", "0.32.1");
 
     private static final Object LOCK = new Object();
     private static MlxLibrary loaded;
@@ -74,10 +79,10 @@ public final class MlxLibrary {
                         + " — set MTP_MLX_LIBRARY to an mlx-c 0.6.x libmlxc", e);
             }
             MlxLibrary lib = new MlxLibrary(bound, p, env, global);
-            if (!lib.version.startsWith(PINNED_MLX)) {
+            if (compareVersions(lib.version, OLDEST_MLX) < 0) {
                 throw new MtpException(MtpException.Kind.UNAVAILABLE, "mlx: " + p + " reports MLX " + lib.version
-                        + ", these bindings need MLX " + PINNED_MLX + "x (mlx-c 0.6.x) — install mlx-c 0.6 and set "
-                        + "MTP_MLX_LIBRARY");
+                        + ", these bindings need MLX " + OLDEST_MLX + " or later (mlx-c 0.6.x) — install mlx-c 0.6 "
+                        + "and set MTP_MLX_LIBRARY");
             }
             loaded = lib;
             loadedFrom = p;
@@ -176,6 +181,41 @@ public final class MlxLibrary {
 
     public String version() {
         return version;
+    }
+
+    /** Null for a tested MLX ({@link #TESTED_MLX}); else a note that says this one is untested. */
+    public String versionNote() {
+        return versionNote(version);
+    }
+
+    static String versionNote(String version) {
+        return TESTED_MLX.contains(version) ? null : "untested: these bindings were tested with MLX "
+                + String.join(" and ", TESTED_MLX);
+    }
+
+    /**
+     * Orders MLX versions by their numeric {@code major.minor.patch} parts (a missing or non-numeric part counts as
+     * 0, and a suffix such as {@code .dev20261201} after the third part is ignored).
+     */
+    static int compareVersions(String a, String b) {
+        int[] x = parts(a);
+        int[] y = parts(b);
+        for (int i = 0; i < 3; i++) {
+            if (x[i] != y[i]) {
+                return Integer.compare(x[i], y[i]);
+            }
+        }
+        return 0;
+    }
+
+    private static int[] parts(String v) {
+        String[] p = v.split("[.+-]", -1);
+        int[] out = new int[3];
+        for (int i = 0; i < 3 && i < p.length; i++) {
+            String digits = p[i].replaceFirst("^(\\d*).*$", "$1");
+            out[i] = digits.isEmpty() || digits.length() > 9 ? 0 : Integer.parseInt(digits);
+        }
+        return out;
     }
 
     public Path path() {

@@ -24,6 +24,8 @@ public final class MlxOps {
     private final MlxScope scope;
     private final Arena arena = Arena.ofAuto();
     private int hostReads;
+    private MemorySegment streamOverride; // MLX's CPU stream while a cross-check builds or reads (MlxCrossCheck)
+    private boolean tracing;
     private static final MemorySegment NULL_ARRAY = nullHandle();
 
     public MlxOps(MlxStream stream, MlxScope scope) {
@@ -56,11 +58,12 @@ public final class MlxOps {
         return s;
     }
 
-    private interface Call {
+    /** One native op writing its result to {@code res}; 0 on success. */
+    interface Call {
         int run(MemorySegment res);
     }
 
-    private MlxArray op(String name, Call call) {
+    private MlxArray op(String name, Call call, MlxArray... in) {
         long t0 = NativeTimes.start();
         MlxArray res = MlxArray.empty(lib);
         int status;
@@ -76,11 +79,64 @@ public final class MlxOps {
             lib.check(name, status);
         }
         lib.countOperation();
-        return scope.track(res);
+        MlxArray out = scope.track(res);
+        if (MlxCrossCheck.ON && streamOverride == null && !tracing && (stream.isGpu() || MlxCrossCheck.ALSO_CPU)) {
+            MlxCrossCheck.record(this, name, call, out, in);
+        }
+        return out;
     }
 
     private MemorySegment s() {
-        return stream.handle();
+        return streamOverride != null ? streamOverride : stream.handle();
+    }
+
+    /** Marks these ops as building an {@code mlx_compile} trace, whose arrays are placeholders (MlxCompiled). */
+    void markTracing() {
+        tracing = true;
+    }
+
+    /**
+     * {@code call} built again on {@code on} over the same inputs, unevaluated ({@link MlxCrossCheck}'s twin of an
+     * op); null when MLX refuses to build it there.
+     */
+    MlxArray twin(Call call, MlxStream on) {
+        streamOverride = on.handle();
+        MlxArray res = MlxArray.empty(lib);
+        try {
+            if (call.run(res.handle()) != 0) {
+                res.close();
+                lib.clearError();
+                return null;
+            }
+            return res;
+        } finally {
+            streamOverride = null;
+        }
+    }
+
+    /**
+     * {@code a}'s values read through {@code on} ({@link MlxCrossCheck}): f32 for f32/f16/bf16 arrays, else int32
+     * (bool as 0/1, uint32 as its bits); no host-read count, no cross-check.
+     */
+    Object readThrough(MlxArray a, MlxStream on) {
+        int dt = a.dtype();
+        boolean floats = dt == MlxC.MLX_FLOAT32 || dt == MlxC.MLX_FLOAT16 || dt == MlxC.MLX_BFLOAT16;
+        int want = floats ? MlxC.MLX_FLOAT32 : dt == MlxC.MLX_UINT32 ? MlxC.MLX_UINT32 : MlxC.MLX_INT32;
+        try (MlxScope temp = new MlxScope(lib)) {
+            MlxOps t = new MlxOps(stream, temp);
+            t.streamOverride = on.handle();
+            MlxArray f = t.contiguous(dt == want ? a : t.astype(a, want));
+            lib.check("mlx_array_eval", c.mlx_array_eval(f.handle()));
+            long n = c.mlx_array_size(f.handle());
+            if (n == 0) {
+                return floats ? new float[0] : new int[0];
+            }
+            MemorySegment p = floats ? c.mlx_array_data_float32(f.handle())
+                    : want == MlxC.MLX_UINT32 ? c.mlx_array_data_uint32(f.handle())
+                    : c.mlx_array_data_int32(f.handle());
+            return floats ? p.reinterpret(4 * n).toArray(ValueLayout.JAVA_FLOAT)
+                    : p.reinterpret(4 * n).toArray(ValueLayout.JAVA_INT);
+        }
     }
 
     private MemorySegment ints(int... v) {
@@ -197,7 +253,19 @@ public final class MlxOps {
         if (h.get(ValueLayout.ADDRESS, 0).equals(MemorySegment.NULL)) {
             lib.check("mlx_array_new_data", 1);
         }
-        return scope.track(a);
+        scope.track(a);
+        if (MlxCrossCheck.ON && streamOverride == null && !tracing && (stream.isGpu() || MlxCrossCheck.ALSO_CPU)) {
+            MlxCrossCheck.uploaded(this, a);
+        }
+        return a;
+    }
+
+    /** {@code 0, 1, …, n − 1} as int32 {@code [n]}, made on the device. */
+    public MlxArray arange(int n) {
+        if (n < 0) {
+            throw MtpException.invalidArgument("mlx_arange: negative length " + n);
+        }
+        return op("mlx_arange", r -> c.mlx_arange(r, 0, n, 1, MlxC.MLX_INT32, s()));
     }
 
     /** Zeros of {@code shape} and {@code dtype}. */
@@ -219,6 +287,9 @@ public final class MlxOps {
         lib.addEvalNanos(System.nanoTime() - start);
         NativeTimes.end("mlx_array_eval", start);
         lib.check("mlx_array_eval", status);
+        if (MlxCrossCheck.ON && streamOverride == null) {
+            MlxCrossCheck.afterEval(this);
+        }
     }
 
     /**
@@ -251,6 +322,9 @@ public final class MlxOps {
             lib.check("mlx_eval", status);
         } finally {
             c.mlx_vector_array_free(v);
+        }
+        if (MlxCrossCheck.ON && streamOverride == null) {
+            MlxCrossCheck.afterEval(this);
         }
     }
 
@@ -295,57 +369,57 @@ public final class MlxOps {
     // ---- elementwise
 
     public MlxArray add(MlxArray a, MlxArray b) {
-        return op("mlx_add", r -> c.mlx_add(r, a.handle(), b.handle(), s()));
+        return op("mlx_add", r -> c.mlx_add(r, a.handle(), b.handle(), s()), a, b);
     }
 
     public MlxArray subtract(MlxArray a, MlxArray b) {
-        return op("mlx_subtract", r -> c.mlx_subtract(r, a.handle(), b.handle(), s()));
+        return op("mlx_subtract", r -> c.mlx_subtract(r, a.handle(), b.handle(), s()), a, b);
     }
 
     public MlxArray multiply(MlxArray a, MlxArray b) {
-        return op("mlx_multiply", r -> c.mlx_multiply(r, a.handle(), b.handle(), s()));
+        return op("mlx_multiply", r -> c.mlx_multiply(r, a.handle(), b.handle(), s()), a, b);
     }
 
     /** {@code a / b} elementwise (broadcasting), IEEE division in the promoted dtype. */
     public MlxArray divide(MlxArray a, MlxArray b) {
-        return op("mlx_divide", r -> c.mlx_divide(r, a.handle(), b.handle(), s()));
+        return op("mlx_divide", r -> c.mlx_divide(r, a.handle(), b.handle(), s()), a, b);
     }
 
     /** MLX's {@code exp} (on the CPU the polynomial written out in conformance/SPEC.md, "Random stream" §5). */
     public MlxArray exp(MlxArray a) {
-        return op("mlx_exp", r -> c.mlx_exp(r, a.handle(), s()));
+        return op("mlx_exp", r -> c.mlx_exp(r, a.handle(), s()), a);
     }
 
     public MlxArray negative(MlxArray a) {
-        return op("mlx_negative", r -> c.mlx_negative(r, a.handle(), s()));
+        return op("mlx_negative", r -> c.mlx_negative(r, a.handle(), s()), a);
     }
 
     /** {@code a == ±inf}, as bool. */
     public MlxArray isinf(MlxArray a) {
-        return op("mlx_isinf", r -> c.mlx_isinf(r, a.handle(), s()));
+        return op("mlx_isinf", r -> c.mlx_isinf(r, a.handle(), s()), a);
     }
 
     /** {@code a == b} elementwise (broadcasting), as bool. */
     public MlxArray equal(MlxArray a, MlxArray b) {
-        return op("mlx_equal", r -> c.mlx_equal(r, a.handle(), b.handle(), s()));
+        return op("mlx_equal", r -> c.mlx_equal(r, a.handle(), b.handle(), s()), a, b);
     }
 
     /** {@code a > b} elementwise (broadcasting), as bool; false when either is NaN. */
     public MlxArray greater(MlxArray a, MlxArray b) {
-        return op("mlx_greater", r -> c.mlx_greater(r, a.handle(), b.handle(), s()));
+        return op("mlx_greater", r -> c.mlx_greater(r, a.handle(), b.handle(), s()), a, b);
     }
 
     /** {@code a < b} elementwise (broadcasting), as bool; false when either is NaN. */
     public MlxArray less(MlxArray a, MlxArray b) {
-        return op("mlx_less", r -> c.mlx_less(r, a.handle(), b.handle(), s()));
+        return op("mlx_less", r -> c.mlx_less(r, a.handle(), b.handle(), s()), a, b);
     }
 
     public MlxArray logicalAnd(MlxArray a, MlxArray b) {
-        return op("mlx_logical_and", r -> c.mlx_logical_and(r, a.handle(), b.handle(), s()));
+        return op("mlx_logical_and", r -> c.mlx_logical_and(r, a.handle(), b.handle(), s()), a, b);
     }
 
     public MlxArray logicalNot(MlxArray a) {
-        return op("mlx_logical_not", r -> c.mlx_logical_not(r, a.handle(), s()));
+        return op("mlx_logical_not", r -> c.mlx_logical_not(r, a.handle(), s()), a);
     }
 
     /** {@code condition ? x : y} elementwise (broadcasting); {@code condition} must be bool. */
@@ -353,26 +427,26 @@ public final class MlxOps {
         if (condition.dtype() != MlxC.MLX_BOOL) {
             throw MtpException.invalidArgument("mlx_where: condition dtype " + condition.dtype() + " is not bool");
         }
-        return op("mlx_where", r -> c.mlx_where(r, condition.handle(), x.handle(), y.handle(), s()));
+        return op("mlx_where", r -> c.mlx_where(r, condition.handle(), x.handle(), y.handle(), s()), condition, x, y);
     }
 
     public MlxArray sigmoid(MlxArray a) {
-        return op("mlx_sigmoid", r -> c.mlx_sigmoid(r, a.handle(), s()));
+        return op("mlx_sigmoid", r -> c.mlx_sigmoid(r, a.handle(), s()), a);
     }
 
     public MlxArray astype(MlxArray a, int dtype) {
-        return op("mlx_astype", r -> c.mlx_astype(r, a.handle(), dtype, s()));
+        return op("mlx_astype", r -> c.mlx_astype(r, a.handle(), dtype, s()), a);
     }
 
     public MlxArray contiguous(MlxArray a) {
-        return op("mlx_contiguous", r -> c.mlx_contiguous(r, a.handle(), false, s()));
+        return op("mlx_contiguous", r -> c.mlx_contiguous(r, a.handle(), false, s()), a);
     }
 
     // ---- linear algebra
 
     /** {@code a · b}; shape errors come back from MLX as BACKEND_FAILURE. */
     public MlxArray matmul(MlxArray a, MlxArray b) {
-        return op("mlx_matmul", r -> c.mlx_matmul(r, a.handle(), b.handle(), s()));
+        return op("mlx_matmul", r -> c.mlx_matmul(r, a.handle(), b.handle(), s()), a, b);
     }
 
     /** {@code x · dequantize(w)ᵀ} for MLX affine weights (spec §2). */
@@ -384,7 +458,8 @@ public final class MlxOps {
             MemorySegment b = optionalInt(a, bits);
             MemorySegment mode = a.allocateFrom("affine");
             return op("mlx_quantized_matmul", r -> c.mlx_quantized_matmul(r, x.handle(), w.handle(),
-                    scales.handle(), biases == null ? NULL_ARRAY : biases.handle(), true, g, b, mode, s()));
+                    scales.handle(), biases == null ? NULL_ARRAY : biases.handle(), true, g, b, mode, s()),
+                    x, w, scales, biases);
         }
     }
 
@@ -442,7 +517,7 @@ public final class MlxOps {
         }
         checkGatherLhs("mlx_gather_mm", a, idx, b.dim(1));
         return op("mlx_gather_mm", r -> c.mlx_gather_mm(r, a.handle(), b.handle(), NULL_ARRAY,
-                top.indices().handle(), false, s()));
+                top.indices().handle(), false, s()), a, b, top.indices());
     }
 
     /**
@@ -475,7 +550,7 @@ public final class MlxOps {
             MemorySegment mode = a.allocateFrom("affine");
             return op("mlx_gather_qmm", r -> c.mlx_gather_qmm(r, x.handle(), w.handle(), scales.handle(),
                     biases == null ? NULL_ARRAY : biases.handle(), NULL_ARRAY, top.indices().handle(), true, g, b,
-                    mode, false, s()));
+                    mode, false, s()), x, w, scales, biases, top.indices());
         }
     }
 
@@ -498,7 +573,8 @@ public final class MlxOps {
             MemorySegment none = a.allocate(MlxC.OPTIONAL_INT); // has_value = false
             MemorySegment mode = a.allocateFrom("affine");
             return op("mlx_dequantize", r -> c.mlx_dequantize(r, w.handle(), scales.handle(),
-                    biases == null ? NULL_ARRAY : biases.handle(), g, b, mode, NULL_ARRAY, none, s()));
+                    biases == null ? NULL_ARRAY : biases.handle(), g, b, mode, NULL_ARRAY, none, s()),
+                    w, scales, biases);
         }
     }
 
@@ -536,7 +612,7 @@ public final class MlxOps {
             throw MtpException.invalidArgument("mlx_reshape: " + Arrays.toString(a.shape()) + " cannot become "
                     + Arrays.toString(shape));
         }
-        return op("mlx_reshape", r -> c.mlx_reshape(r, a.handle(), ints(shape), shape.length, s()));
+        return op("mlx_reshape", r -> c.mlx_reshape(r, a.handle(), ints(shape), shape.length, s()), a);
     }
 
     public MlxArray transpose(MlxArray a, int... axes) {
@@ -551,7 +627,7 @@ public final class MlxOps {
             }
             seen[x] = true;
         }
-        return op("mlx_transpose_axes", r -> c.mlx_transpose_axes(r, a.handle(), ints(axes), axes.length, s()));
+        return op("mlx_transpose_axes", r -> c.mlx_transpose_axes(r, a.handle(), ints(axes), axes.length, s()), a);
     }
 
     /** {@code a[start:stop]} per axis, stride 1. */
@@ -560,7 +636,7 @@ public final class MlxOps {
         int[] strides = new int[start.length];
         Arrays.fill(strides, 1);
         return op("mlx_slice", r -> c.mlx_slice(r, a.handle(), ints(start), start.length, ints(stop), stop.length,
-                ints(strides), strides.length, s()));
+                ints(strides), strides.length, s()), a);
     }
 
     /** {@code src} with {@code src[start:stop] = update}. */
@@ -577,7 +653,7 @@ public final class MlxOps {
         int[] strides = new int[start.length];
         Arrays.fill(strides, 1);
         return op("mlx_slice_update", r -> c.mlx_slice_update(r, src.handle(), update.handle(), ints(start),
-                start.length, ints(stop), stop.length, ints(strides), strides.length, s()));
+                start.length, ints(stop), stop.length, ints(strides), strides.length, s()), src, update);
     }
 
     private static void checkBounds(String op, int[] shape, int[] start, int[] stop) {
@@ -597,14 +673,15 @@ public final class MlxOps {
             throw MtpException.invalidArgument("mlx_concatenate_axis: no arrays");
         }
         axis("mlx_concatenate_axis", arrays.getFirst(), axis);
-        return withVector(arrays, v -> op("mlx_concatenate_axis", r -> c.mlx_concatenate_axis(r, v, axis, s())));
+        return withVector(arrays, v -> op("mlx_concatenate_axis", r -> c.mlx_concatenate_axis(r, v, axis, s()),
+                arrays.toArray(MlxArray[]::new)));
     }
 
     public MlxArray stack(List<MlxArray> arrays) {
         if (arrays.isEmpty()) {
             throw MtpException.invalidArgument("mlx_stack: no arrays");
         }
-        return withVector(arrays, v -> op("mlx_stack", r -> c.mlx_stack(r, v, s())));
+        return withVector(arrays, v -> op("mlx_stack", r -> c.mlx_stack(r, v, s()), arrays.toArray(MlxArray[]::new)));
     }
 
     private MlxArray withVector(List<MlxArray> arrays, java.util.function.Function<MemorySegment, MlxArray> f) {
@@ -622,44 +699,46 @@ public final class MlxOps {
     /** {@code a} gathered at {@code indices} along {@code axis}. */
     public MlxArray take(MlxArray a, MlxArray indices, int axis) {
         int ax = axis("mlx_take_axis", a, axis);
-        return op("mlx_take_axis", r -> c.mlx_take_axis(r, a.handle(), indices.handle(), ax, s()));
+        return op("mlx_take_axis", r -> c.mlx_take_axis(r, a.handle(), indices.handle(), ax, s()), a, indices);
     }
 
     // ---- reductions and fast kernels
 
     public MlxArray logsumexp(MlxArray a, int axis, boolean keepdims) {
         int ax = axis("mlx_logsumexp_axis", a, axis);
-        return op("mlx_logsumexp_axis", r -> c.mlx_logsumexp_axis(r, a.handle(), ax, keepdims, s()));
+        return op("mlx_logsumexp_axis", r -> c.mlx_logsumexp_axis(r, a.handle(), ax, keepdims, s()), a);
     }
 
     public MlxArray argmax(MlxArray a, int axis, boolean keepdims) {
         int ax = axis("mlx_argmax_axis", a, axis);
-        return op("mlx_argmax_axis", r -> c.mlx_argmax_axis(r, a.handle(), ax, keepdims, s()));
+        return op("mlx_argmax_axis", r -> c.mlx_argmax_axis(r, a.handle(), ax, keepdims, s()), a);
     }
 
     public MlxArray max(MlxArray a, int axis, boolean keepdims) {
         int ax = axis("mlx_max_axis", a, axis);
-        return op("mlx_max_axis", r -> c.mlx_max_axis(r, a.handle(), ax, keepdims, s()));
+        return op("mlx_max_axis", r -> c.mlx_max_axis(r, a.handle(), ax, keepdims, s()), a);
     }
 
     public MlxArray sum(MlxArray a, int axis, boolean keepdims) {
         int ax = axis("mlx_sum_axis", a, axis);
-        return op("mlx_sum_axis", r -> c.mlx_sum_axis(r, a.handle(), ax, keepdims, s()));
+        return op("mlx_sum_axis", r -> c.mlx_sum_axis(r, a.handle(), ax, keepdims, s()), a);
     }
 
     /**
-     * The running sum along {@code axis}, left to right on the CPU: inclusive ({@code out[i] = a[0] + … + a[i]}) or
-     * exclusive ({@code out[0] = 0}, {@code out[i] = out[i−1] + a[i−1]}).
+     * The running sum along {@code axis}: inclusive ({@code out[i] = a[0] + … + a[i]}) or exclusive ({@code out[0] = 0},
+     * {@code out[i] = out[i−1] + a[i−1]}), left to right on the CPU. MLX's CUDA scan adds partial sums in other orders
+     * for neighbouring outputs, so there {@code out[i]} may differ from {@code out[i−1]} by an ulp, either way, even
+     * where {@code a[i−1] = 0} (docs/mlx-upstream/cumsum-zero-steps.md).
      */
     public MlxArray cumsum(MlxArray a, int axis, boolean inclusive) {
         int ax = axis("mlx_cumsum", a, axis);
-        return op("mlx_cumsum", r -> c.mlx_cumsum(r, a.handle(), ax, false, inclusive, s()));
+        return op("mlx_cumsum", r -> c.mlx_cumsum(r, a.handle(), ax, false, inclusive, s()), a);
     }
 
     /** The indices that sort {@code a} ascending along {@code axis}: stable (equal values by index), NaN last. */
     public MlxArray argsort(MlxArray a, int axis) {
         int ax = axis("mlx_argsort_axis", a, axis);
-        return op("mlx_argsort_axis", r -> c.mlx_argsort_axis(r, a.handle(), ax, s()));
+        return op("mlx_argsort_axis", r -> c.mlx_argsort_axis(r, a.handle(), ax, s()), a);
     }
 
     /** {@code a} gathered at {@code indices} (same rank, broadcasting) along {@code axis}. */
@@ -669,7 +748,8 @@ public final class MlxOps {
             throw MtpException.invalidArgument("mlx_take_along_axis: indices rank " + indices.rank()
                     + " differs from array rank " + a.rank());
         }
-        return op("mlx_take_along_axis", r -> c.mlx_take_along_axis(r, a.handle(), indices.handle(), ax, s()));
+        return op("mlx_take_along_axis", r -> c.mlx_take_along_axis(r, a.handle(), indices.handle(), ax, s()),
+                a, indices);
     }
 
     // ---- random
@@ -692,7 +772,7 @@ public final class MlxOps {
         MlxArray low = fromFloats(new float[] {0.0f});
         MlxArray high = fromFloats(new float[] {1.0f});
         return op("mlx_random_uniform", r -> c.mlx_random_uniform(r, low.handle(), high.handle(), ints(shape),
-                shape.length, MlxC.MLX_FLOAT32, key.handle(), s()));
+                shape.length, MlxC.MLX_FLOAT32, key.handle(), s()), key);
     }
 
     /** {@code x · (mean(x²) + ε)^-½ · w} over the last axis (MLX fast rms_norm, f32 inside). */
@@ -700,7 +780,7 @@ public final class MlxOps {
         if (!(eps > 0) || !Float.isFinite(eps)) {
             throw MtpException.invalidArgument("mlx_fast_rms_norm: eps " + eps + " must be positive");
         }
-        return op("mlx_fast_rms_norm", r -> c.mlx_fast_rms_norm(r, x.handle(), weight.handle(), eps, s()));
+        return op("mlx_fast_rms_norm", r -> c.mlx_fast_rms_norm(r, x.handle(), weight.handle(), eps, s()), x, weight);
     }
 
     /**
@@ -728,7 +808,7 @@ public final class MlxOps {
             MemorySegment mode = a.allocateFrom(maskMode);
             return op("mlx_fast_scaled_dot_product_attention", r -> c.mlx_fast_scaled_dot_product_attention(r,
                     q.handle(), k.handle(), v.handle(), scale, mode, mask == null ? NULL_ARRAY : mask.handle(),
-                    NULL_ARRAY, s()));
+                    NULL_ARRAY, s()), q, k, v, mask);
         }
     }
 }
