@@ -83,6 +83,28 @@ public final class SpeculativeLoopCheck {
                 round -> new SplittableRandom(~seed + round).nextInt(5) == 0);
     }
 
+    /** The subject's loop against plain decoding on the subject's target alone; the first difference, or null. */
+    public static TargetDivergence plainOnly(Engine subject, LoadedTarget subjectTarget, List<Request> requests,
+                                             Options options) {
+        String how = "tap " + options.tap().label() + ", policy " + options.policy().label();
+        SpeculativeDecoding.Result s;
+        try {
+            s = subject.run(requests, options, null);
+        } catch (RuntimeException e) {
+            return TargetJudge.of(Kind.UNEXPECTED_ERROR, -1, -1, "the speculative loop (" + how + ") failed: " + e);
+        }
+        for (int q = 0; q < requests.size(); q++) {
+            int[] plain = SpeculativeDecoding.plain(subjectTarget, requests.get(q));
+            int[] spec = s.outputs().get(q);
+            if (!Arrays.equals(plain, spec)) {
+                return TargetJudge.of(Kind.LOOP, q, firstDifference(plain, spec), "request " + q + " (" + how
+                        + "): speculative " + Arrays.toString(spec) + " != plain " + Arrays.toString(plain)
+                        + " on the backend's target (spec §13.4)");
+            }
+        }
+        return null;
+    }
+
     /**
      * Runs {@code requests} through the subject's loop, plain decoding on the subject's target and the reference's
      * loop; the first difference, or null.

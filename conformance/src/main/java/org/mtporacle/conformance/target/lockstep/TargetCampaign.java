@@ -39,7 +39,8 @@ public final class TargetCampaign {
     }
 
     /** What a campaign found: chains run, the first failure (null when none) and what was compared. */
-    public record Result(int chainsRun, Failure failure, TargetJudge.Counts counts, long badCalls) {
+    public record Result(int chainsRun, Failure failure, TargetJudge.Counts counts, long badCalls,
+                         long[] matchedAccepts) {
         public boolean passed() {
             return failure == null;
         }
@@ -62,16 +63,20 @@ public final class TargetCampaign {
         TargetChainGenerator gen = new TargetChainGenerator(s.limits());
         TargetJudge.Counts counts = new TargetJudge.Counts(0, 0, 0, 0, 0);
         long bad = 0;
+        long[] matched = new long[org.mtporacle.api.TargetContract.MAX_WIDTH];
         for (int i = 0; i < s.chains(); i++) {
             long seed = chainSeed(s.seed(), s.fixture(), i);
             TargetChainOutcome out = lockstep.run(seed, gen.generate(seed));
             counts = counts.plus(out.counts());
             bad += out.badCalls();
+            for (int a = 0; a < matched.length; a++) {
+                matched[a] += out.matchedAccepts()[a];
+            }
             if (!out.passed()) {
-                return new Result(i + 1, shrinkAndRecord(s, lockstep, out, i + 1), counts, bad);
+                return new Result(i + 1, shrinkAndRecord(s, lockstep, out, i + 1), counts, bad, matched);
             }
         }
-        return new Result(s.chains(), null, counts, bad);
+        return new Result(s.chains(), null, counts, bad, matched);
     }
 
     /** Shrinks a failed chain (same category), writes its trace when {@code s.traces()} is set. */

@@ -64,7 +64,7 @@ public final class TargetLockstep {
             }
         }
         return new TargetChainOutcome(seed, chain, r.executed, r.divergence, r.judge.counts(), r.badCalls,
-                r.skippedBad);
+                r.skippedBad, r.matchedAccepts);
     }
 
     private final class Run {
@@ -81,6 +81,7 @@ public final class TargetLockstep {
         int executed;
         int badCalls;
         int skippedBad;
+        final long[] matchedAccepts = new long[org.mtporacle.api.TargetContract.MAX_WIDTH];
 
         void step(TargetAction action) {
             TargetShape before = shape;
@@ -96,7 +97,13 @@ public final class TargetLockstep {
                     int[] acc = !before.roundOpen() || verified == null ? new int[before.rows()]
                             : TargetChainData.accepted(c, before.rows(), before.width(),
                             TargetChainData.matched(verified, greedy));
-                    yield both(g -> g.commit(acc));
+                    boolean done = both(g -> g.commit(acc));
+                    if (done && c.acceptance() == TargetAction.Acceptance.MATCHED) {
+                        for (int a : acc) {
+                            matchedAccepts[a]++;
+                        }
+                    }
+                    yield done;
                 }
                 case TargetAction.Capture c -> capture(c);
                 case TargetAction.Bad b -> bad(b);

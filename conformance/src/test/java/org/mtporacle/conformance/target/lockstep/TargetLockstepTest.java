@@ -22,10 +22,13 @@ class TargetLockstepTest {
     @Test
     void theReferenceFollowsItselfExactly() {
         try (ReferenceTarget oracle = TinyTarget.reference(); ReferenceTarget subject = TinyTarget.reference()) {
-            TargetCampaign.Result r = TargetCampaign.run(settings(60), new TargetLockstep(oracle, subject,
+            TargetCampaign.Result r = TargetCampaign.run(settings(30), new TargetLockstep(oracle, subject,
                     TargetTolerance.EXACT));
             report("reference vs reference (exact)", r);
             assertThat(r.failure()).as("%s", r.failure()).isNull();
+            long longAccepts = java.util.Arrays.stream(r.matchedAccepts()).skip(3).sum();
+            assertThat(r.matchedAccepts()[0]).as("matched commits rejecting every draft").isPositive();
+            assertThat(longAccepts).as("matched commits accepting 3 or more drafts (greedy-true drafts)").isPositive();
         }
     }
 
@@ -34,7 +37,7 @@ class TargetLockstepTest {
     void theStandaloneSimpleTargetFollowsTheReference(SimpleTarget.Rollback rollback) {
         try (ReferenceTarget oracle = TinyTarget.reference();
              SimpleTarget simple = new SimpleTarget(TinyTarget.fixture().target(), TargetMutation.NONE, rollback)) {
-            TargetCampaign.Result r = TargetCampaign.run(settings(60), new TargetLockstep(oracle, simple,
+            TargetCampaign.Result r = TargetCampaign.run(settings(40), new TargetLockstep(oracle, simple,
                     TargetTolerance.F32));
             report("simple (" + rollback + ") vs reference (f32)", r);
             assertThat(r.failure()).as("%s", r.failure()).isNull();
@@ -45,9 +48,10 @@ class TargetLockstepTest {
     private static void report(String what, TargetCampaign.Result r) {
         TargetJudge.Counts c = r.counts();
         System.out.printf("target lockstep %s: %d chains, %d tokens compared (%d near-ties), %d row states, "
-                + "max logits/taps NMSE %.3g, max state NMSE %.3g, %d bad calls%n", what, r.chainsRun(),
-                c.comparedTokens(), c.nearTies(), c.comparedStates(), c.maxOutputNmse(), c.maxStateNmse(),
-                r.badCalls());
+                + "max logits/taps NMSE %.3g, max state NMSE %.3g, %d bad calls, matched accepts by count %s%n", what,
+                r.chainsRun(), c.comparedTokens(), c.nearTies(), c.comparedStates(), c.maxOutputNmse(),
+                c.maxStateNmse(), r.badCalls(), java.util.Arrays.toString(java.util.Arrays.copyOf(r.matchedAccepts(),
+                        7)));
     }
 
     private static TargetCampaign.Settings settings(int chains) {
