@@ -238,7 +238,7 @@ public final class TargetLockstep {
         /** The reference's greedy continuation of row {@code row} after {@code pending}, on a scratch copy. */
         int[] continuation(int row, int pending, int n) {
             int[] out = new int[n];
-            try (TargetRows one = oracle(List.of(oracle.capture(row)))) {
+            try (TargetRows one = scratch(oracle.capture(row))) {
                 int next = pending;
                 for (int i = 0; i < n; i++) {
                     TargetOutput o = one.prefill(HostTensor.ofInts(new int[] {next}, 1, 1));
@@ -351,8 +351,9 @@ public final class TargetLockstep {
         }
     }
 
-    private TargetRows oracle(List<TargetCheckpoint> rows) {
-        return oracle.openRows(rows);
+    /** A reference group of one row restored from {@code row}: a scratch copy the chain never sees. */
+    private TargetRows scratch(TargetCheckpoint row) {
+        return oracle.openRows(List.of(row));
     }
 
     private int[][] argmaxes(HostTensor logits) {

@@ -37,7 +37,7 @@ class TargetLockstepTest {
     void theStandaloneSimpleTargetFollowsTheReference(SimpleTarget.Rollback rollback) {
         try (ReferenceTarget oracle = TinyTarget.reference();
              SimpleTarget simple = new SimpleTarget(TinyTarget.fixture().target(), TargetMutation.NONE, rollback)) {
-            TargetCampaign.Result r = TargetCampaign.run(settings(40), new TargetLockstep(oracle, simple,
+            TargetCampaign.Result r = TargetCampaign.run(settings(30), new TargetLockstep(oracle, simple,
                     TargetTolerance.F32));
             report("simple (" + rollback + ") vs reference (f32)", r);
             assertThat(r.failure()).as("%s", r.failure()).isNull();
