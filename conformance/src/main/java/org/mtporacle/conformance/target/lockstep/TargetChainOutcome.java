@@ -1,0 +1,23 @@
+package org.mtporacle.conformance.target.lockstep;
+
+import org.mtporacle.conformance.target.chain.TargetAction;
+
+import java.util.List;
+
+/**
+ * One target chain in lockstep: how far it ran, the first divergence (null when it passed), what was compared, the
+ * bad calls made and skipped, and how many rows of matched-acceptance commits accepted each count ({@code [a]}: rows
+ * that kept {@code a} drafts the reference's own greedy tokens agreed with).
+ */
+public record TargetChainOutcome(long seed, List<TargetAction> chain, int executed, TargetDivergence divergence,
+                                 TargetJudge.Counts counts, int badCalls, int skippedBadCalls,
+                                 long[] matchedAccepts) {
+    public TargetChainOutcome {
+        chain = List.copyOf(chain);
+        matchedAccepts = matchedAccepts.clone();
+    }
+
+    public boolean passed() {
+        return divergence == null;
+    }
+}

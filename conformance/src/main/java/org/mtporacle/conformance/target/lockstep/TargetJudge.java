@@ -1,0 +1,226 @@
+package org.mtporacle.conformance.target.lockstep;
+
+import org.mtporacle.api.HostTensor;
+import org.mtporacle.api.MtpException;
+import org.mtporacle.api.TargetCheckpoint;
+import org.mtporacle.api.TargetConfig;
+import org.mtporacle.conformance.target.lockstep.TargetDivergence.Kind;
+
+import java.util.Arrays;
+import java.util.Locale;
+
+/**
+ * The one comparison of a target's observables against the reference's (spec §13.3), each held to one {@link
+ * TargetTolerance}: call outcomes by kind; a forward's logits tie-aware at every position (the backend's greedy token
+ * passes when it is the reference's, or within the token gap of it in the reference's logits) and by NMSE per row;
+ * its taps by NMSE per row; a row's state (P, then conv windows, recurrent states, keys, values, each by NMSE, in the
+ * reference's layout). Each method returns null when the observable passes. It counts what it compared.
+ */
+public final class TargetJudge {
+    private final TargetTolerance tolerance;
+    private long comparedTokens;
+    private long nearTies;
+    private long comparedStates;
+    private double maxOutputNmse;
+    private double maxStateNmse;
+
+    public TargetJudge(TargetTolerance tolerance) {
+        this.tolerance = tolerance;
+    }
+
+    public TargetTolerance tolerance() {
+        return tolerance;
+    }
+
+    /** What was compared so far and the worst values seen. */
+    public record Counts(long comparedTokens, long nearTies, long comparedStates, double maxOutputNmse,
+                         double maxStateNmse) {
+        public Counts plus(Counts o) {
+            return new Counts(comparedTokens + o.comparedTokens, nearTies + o.nearTies,
+                    comparedStates + o.comparedStates, Math.max(maxOutputNmse, o.maxOutputNmse),
+                    Math.max(maxStateNmse, o.maxStateNmse));
+        }
+    }
+
+    public Counts counts() {
+        return new Counts(comparedTokens, nearTies, comparedStates, maxOutputNmse, maxStateNmse);
+    }
+
+    /** A row's state in the reference's layout ({@link TargetStateLayout#REFERENCE}); absent tensors are empty. */
+    public record RowState(int processed, float[] conv, float[] recurrent, float[] keys, float[] values) {
+        public static RowState of(TargetCheckpoint cp) {
+            return new RowState(cp.processedTokens(), floats(cp.convWindows()), floats(cp.recurrentStates()),
+                    floats(cp.keys()), floats(cp.values()));
+        }
+
+        /** A backend's native state normalised from its declared layout. */
+        public static RowState of(TargetStateExport.NativeState s, TargetStateLayout layout, TargetConfig c) {
+            int n = c.count(TargetConfig.LayerType.LINEAR_ATTENTION);
+            return new RowState(s.processed(), layout.convToReference(s.conv(), n, c.gdn()),
+                    layout.stateToReference(s.recurrent(), n, c.gdn()), s.keys(), s.values());
+        }
+
+        private static float[] floats(HostTensor t) {
+            return t == null ? new float[0] : t.toFloatArray();
+        }
+    }
+
+    // ---- outcomes ------------------------------------------------------------------------------------------------
+
+    /** A call's outcome: success where {@code expected} is null, else a failure of its kind. */
+    public TargetDivergence outcome(MtpException expected, RuntimeException actual) {
+        if (actual != null && !(actual instanceof MtpException)) {
+            return of(Kind.CONTRACT, -1, -1, "threw " + actual + " instead of an MtpException");
+        }
+        MtpException a = (MtpException) actual;
+        if (expected == null && a != null) {
+            return of(Kind.UNEXPECTED_ERROR, -1, -1, "failed with " + a.kind() + " where the reference succeeds: "
+                    + a.getMessage());
+        }
+        if (expected != null && a == null) {
+            return of(Kind.MISSING_ERROR, -1, -1, "succeeded where the reference fails with " + expected.kind()
+                    + " (" + expected.getMessage() + ")");
+        }
+        if (expected != null && expected.kind() != a.kind()) {
+            return of(Kind.ERROR_KIND, -1, -1, "failed with " + a.kind() + " (" + a.getMessage()
+                    + ") where the reference fails with " + expected.kind() + " (" + expected.getMessage() + ")");
+        }
+        return null;
+    }
+
+    // ---- forward outputs -----------------------------------------------------------------------------------------
+
+    /**
+     * Logits {@code [B, n, V]}: shape, then per row and position the greedy token tie-aware, then per row the NMSE.
+     * {@code what} names the call ({@code "verify"}).
+     */
+    public TargetDivergence logits(String what, HostTensor expected, HostTensor actual) {
+        TargetDivergence d = shape(what + " logits", expected, actual);
+        if (d != null) {
+            return d;
+        }
+        int b = expected.dim(0);
+        int n = expected.dim(1);
+        int v = expected.dim(2);
+        float[] e = expected.toFloatArray();
+        float[] a = actual.toFloatArray();
+        for (int r = 0; r < b; r++) {
+            for (int p = 0; p < n; p++) {
+                int off = (r * n + p) * v;
+                int ours = argmax(e, off, v);
+                int theirs = argmax(a, off, v);
+                comparedTokens++;
+                if (ours == theirs) {
+                    continue;
+                }
+                double gap = (double) e[off + ours] - e[off + theirs];
+                if (gap <= tolerance.tokenGap()) {
+                    nearTies++;
+                    continue;
+                }
+                return of(Kind.TOKEN, r, p, String.format(Locale.ROOT, "%s row %d position %d: greedy token %d, "
+                        + "reference %d (reference logits %.5f vs %.5f, gap %.3g > %.3g %s)", what, r, p, theirs, ours,
+                        e[off + theirs], e[off + ours], gap, tolerance.tokenGap(), tolerance.name()));
+            }
+            int len = n * v;
+            double nmse = nmse(a, r * len, e, r * len, len);
+            maxOutputNmse = Math.max(maxOutputNmse, nmse);
+            if (!(nmse <= tolerance.outputNmse())) {
+                return of(Kind.LOGITS, r, -1, String.format(Locale.ROOT, "%s row %d: logits NMSE %.3g > %.3g %s",
+                        what, r, nmse, tolerance.outputNmse(), tolerance.name()));
+            }
+        }
+        return null;
+    }
+
+    /** Taps {@code [B, L, H]} ({@code tap}: "pre-norm" or "post-norm"): shape, then NMSE per row. */
+    public TargetDivergence taps(String what, String tap, HostTensor expected, HostTensor actual) {
+        TargetDivergence d = shape(what + " " + tap + " taps", expected, actual);
+        if (d != null) {
+            return d;
+        }
+        int b = expected.dim(0);
+        int len = expected.dim(1) * expected.dim(2);
+        float[] e = expected.toFloatArray();
+        float[] a = actual.toFloatArray();
+        for (int r = 0; r < b; r++) {
+            double nmse = nmse(a, r * len, e, r * len, len);
+            maxOutputNmse = Math.max(maxOutputNmse, nmse);
+            if (!(nmse <= tolerance.outputNmse())) {
+                return of(Kind.TAPS, r, -1, String.format(Locale.ROOT, "%s row %d: %s taps NMSE %.3g > %.3g %s",
+                        what, r, tap, nmse, tolerance.outputNmse(), tolerance.name()));
+            }
+        }
+        return null;
+    }
+
+    private static TargetDivergence shape(String what, HostTensor expected, HostTensor actual) {
+        if (actual == null) {
+            return of(Kind.CONTRACT, -1, -1, what + ": absent, expected " + expected.describe());
+        }
+        if (!Arrays.equals(expected.shape(), actual.shape()) || !actual.dtype().isFloating()) {
+            return of(Kind.CONTRACT, -1, -1, what + ": " + actual.describe() + ", expected " + expected.describe());
+        }
+        return null;
+    }
+
+    // ---- row state -----------------------------------------------------------------------------------------------
+
+    /** Row {@code row}'s state ({@code what} says where it came from): P, then each tensor by NMSE. */
+    public TargetDivergence state(int row, String what, RowState expected, RowState actual) {
+        comparedStates++;
+        if (expected.processed() != actual.processed()) {
+            return of(Kind.STATE_SHAPE, row, -1, what + ": P = " + actual.processed() + ", the reference has P = "
+                    + expected.processed());
+        }
+        String[] names = {"convWindows", "recurrentStates", "keys", "values"};
+        float[][] e = {expected.conv(), expected.recurrent(), expected.keys(), expected.values()};
+        float[][] a = {actual.conv(), actual.recurrent(), actual.keys(), actual.values()};
+        for (int i = 0; i < names.length; i++) {
+            if (e[i].length != a[i].length) {
+                return of(Kind.STATE_SHAPE, row, -1, what + ": " + names[i] + " has " + a[i].length
+                        + " elements, the reference's " + e[i].length);
+            }
+            double nmse = nmse(a[i], 0, e[i], 0, e[i].length);
+            maxStateNmse = Math.max(maxStateNmse, nmse);
+            if (!(nmse <= tolerance.stateNmse())) {
+                return of(Kind.STATE_TENSOR, row, -1, String.format(Locale.ROOT, "%s: %s NMSE %.3g > %.3g %s "
+                        + "(P = %d)", what, names[i], nmse, tolerance.stateNmse(), tolerance.name(),
+                        expected.processed()));
+            }
+        }
+        return null;
+    }
+
+    public TargetDivergence rowCount(int expected, int actual) {
+        return expected == actual ? null : of(Kind.ROW_COUNT, -1, -1, "has " + actual + " rows, the reference has "
+                + expected);
+    }
+
+    public static TargetDivergence of(Kind kind, int row, int position, String message) {
+        return new TargetDivergence(kind, -1, row, position, message);
+    }
+
+    /** The first index of the largest value (spec §13.4's greedy rule). */
+    public static int argmax(float[] v, int off, int n) {
+        int best = 0;
+        for (int i = 1; i < n; i++) {
+            if (v[off + i] > v[off + best]) {
+                best = i;
+            }
+        }
+        return best;
+    }
+
+    /** {@code Σ(a−b)²/Σb²} in f64 ({@code Σ(a−b)²} when b is all zeros); NaN anywhere gives NaN. */
+    static double nmse(float[] a, int aOff, float[] b, int bOff, int n) {
+        double num = 0;
+        double den = 0;
+        for (int i = 0; i < n; i++) {
+            double d = (double) a[aOff + i] - b[bOff + i];
+            num += d * d;
+            den += (double) b[bOff + i] * b[bOff + i];
+        }
+        return den == 0 ? num : num / den;
+    }
+}

@@ -1,0 +1,431 @@
+package org.mtporacle.conformance.target.tck;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.DisplayName;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.mtporacle.api.DraftModel;
+import org.mtporacle.api.HiddenTap;
+import org.mtporacle.api.HostTensor;
+import org.mtporacle.api.LoadedTarget;
+import org.mtporacle.api.MtpException;
+import org.mtporacle.api.TargetCheckpoint;
+import org.mtporacle.api.TargetModel;
+import org.mtporacle.api.TargetOutput;
+import org.mtporacle.api.TargetRows;
+import org.mtporacle.conformance.target.chain.TargetAction;
+import org.mtporacle.conformance.target.chain.TargetAction.Acceptance;
+import org.mtporacle.conformance.target.chain.TargetBadCall;
+import org.mtporacle.conformance.target.chain.TargetChainGenerator;
+import org.mtporacle.conformance.target.chain.TargetShape;
+import org.mtporacle.conformance.target.lockstep.SpeculativeLoopCheck;
+import org.mtporacle.conformance.target.lockstep.TargetCampaign;
+import org.mtporacle.conformance.target.lockstep.TargetChainOutcome;
+import org.mtporacle.conformance.target.lockstep.TargetDivergence;
+import org.mtporacle.conformance.target.lockstep.TargetFixture;
+import org.mtporacle.conformance.target.lockstep.TargetJudge;
+import org.mtporacle.conformance.target.lockstep.TargetLockstep;
+import org.mtporacle.conformance.target.lockstep.TargetTolerance;
+import org.mtporacle.reference.ReferenceDraftModel;
+import org.mtporacle.reference.kernels.KernelMode;
+import org.mtporacle.reference.kernels.Kernels;
+import org.mtporacle.reference.target.ReferenceTarget;
+import org.mtporacle.reference.target.SpeculativeDecoding;
+import org.mtporacle.reference.target.SpeculativeDecoding.KvPolicy;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import java.util.SplittableRandom;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.fail;
+
+/**
+ * The target TCK for backend authors: extend this class, implement {@link #createTarget(TargetModel)}, and every
+ * check of the target row contract (spec §13) runs against your target, each named after the rule it enforces (see
+ * {@link TargetBackendRules}). Declare your state layout by making your rows implement {@code TargetStateExport};
+ * without it, states are compared through capture (the reference's layout by contract). A skip names the hook.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+public abstract class TargetBackendVerification implements TargetBackendRules {
+
+    /** The target under test, loaded from {@code model}. */
+    protected abstract LoadedTarget createTarget(TargetModel model);
+
+    /** How closely the target must follow the reference: {@code f32} unless overridden. */
+    protected TargetTolerance tolerance() {
+        return TargetTolerance.F32;
+    }
+
+    /** The hybrid-target fixture the checks run on ({@code TargetFixtures} preset). */
+    protected String fixture() {
+        return "tiny-target";
+    }
+
+    /** How many random chains {@link #stochastic_s13_3_randomChainsFollowTheReference} runs. */
+    protected int lockstepChains() {
+        return 40;
+    }
+
+    /** The length of the §13.3 split-prefill check: past two 64-token chunk boundaries by default. */
+    protected int splitPrefillLength() {
+        return 130;
+    }
+
+    /**
+     * The backend's speculative loop. The default runs the reference loop ({@link SpeculativeDecoding}) over the
+     * backend's target and the given drafter; a backend with a loop of its own returns it here.
+     */
+    protected SpeculativeLoopCheck.Engine speculativeEngine(LoadedTarget target, DraftModel drafter) {
+        return SpeculativeLoopCheck.of(target, drafter);
+    }
+
+    /** Where fixtures are cached. */
+    protected Path fixtureCache() {
+        return Path.of(System.getProperty("java.io.tmpdir"), "mtp-oracle-fixtures");
+    }
+
+    private TargetFixture fx;
+    private ReferenceTarget oracle;
+    private ReferenceDraftModel drafter;
+    private LoadedTarget subject;
+
+    @BeforeAll
+    final void load() {
+        fx = TargetFixture.load(fixture(), fixtureCache());
+        oracle = new ReferenceTarget(fx.target(), new Kernels(KernelMode.VECTOR, 1));
+        drafter = new ReferenceDraftModel(fx.drafter(), new Kernels(KernelMode.VECTOR, 1));
+        subject = createTarget(fx.target());
+    }
+
+    @AfterAll
+    final void close() {
+        for (AutoCloseable c : new AutoCloseable[] {subject, drafter, oracle}) {
+            try {
+                if (c != null) {
+                    c.close();
+                }
+            } catch (Exception e) {
+                // closing is best effort here; each component's own tests cover close
+            }
+        }
+    }
+
+    private int vocab() {
+        return fx.target().config().shape().vocabSize();
+    }
+
+    private TargetLockstep lockstep() {
+        return new TargetLockstep(oracle, subject, tolerance());
+    }
+
+    /** Runs a fixed chain in lockstep; fails with the divergence and the chain. */
+    private void lockstepChain(String rule, List<TargetAction> chain) {
+        TargetChainOutcome out = lockstep().run(0, chain);
+        if (!out.passed()) {
+            fail(rule + ": " + out.divergence() + "\n  chain: " + chain.stream().map(TargetAction::describe).toList());
+        }
+    }
+
+    private static TargetAction.Append rows(int n) {
+        return new TargetAction.Append(Collections.nCopies(n, -1));
+    }
+
+    // ---- §13.3 -------------------------------------------------------------------------------------------------
+
+    @Test
+    @DisplayName("§13.3 random chains follow the reference")
+    @Override
+    public void stochastic_s13_3_randomChainsFollowTheReference() {
+        Path traces;
+        try {
+            traces = Files.createTempDirectory("target-tck-traces");
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+        TargetCampaign.Result r = TargetCampaign.run(new TargetCampaign.Settings(fixture(), "tck", lockstepChains(),
+                20261201L, TargetChainGenerator.Limits.defaults(), traces, 300), lockstep());
+        if (!r.passed()) {
+            TargetCampaign.Failure f = r.failure();
+            fail("§13.3 lockstep: chain " + f.chainsRun() + " diverged: " + f.divergence() + "\n  shrunk to "
+                    + f.shrunk().size() + " actions: " + f.shrunk().stream().map(TargetAction::describe).toList()
+                    + "\n  trace: " + f.trace());
+        }
+    }
+
+    @Test
+    @DisplayName("§13.3 bad calls are refused with their kind and change nothing")
+    @Override
+    public void required_s13_3_badCallCatalogue() {
+        List<String> problems = new ArrayList<>();
+        for (TargetBadCall call : TargetBadCall.values()) {
+            for (int state = 0; state < 4; state++) {
+                TargetRows g = subject.openRows(List.of());
+                try (g) {
+                    TargetShape shape = prepare(g, state);
+                    if (!call.appliesTo(shape)) {
+                        continue;
+                    }
+                    List<String> before = digests(g, shape);
+                    int[] processed = g.processedTokens();
+                    RuntimeException e = null;
+                    try {
+                        call.invoke(g, fx.target(), shape, 42);
+                    } catch (RuntimeException x) {
+                        e = x;
+                    }
+                    String where = call + " (" + call.rule() + ", state " + state + ")";
+                    if (!(e instanceof MtpException m)) {
+                        problems.add(where + ": " + (e == null ? "succeeded" : "threw " + e) + ", expected "
+                                + call.expectedKind());
+                        continue;
+                    }
+                    if (m.kind() != call.expectedKind()) {
+                        problems.add(where + ": " + m.kind() + " (" + m.getMessage() + "), expected "
+                                + call.expectedKind());
+                    } else if (!Arrays.equals(processed, g.processedTokens())
+                            || !digests(g, shape).equals(before)) {
+                        problems.add(where + ": refused, but the rows changed");
+                    } else if (shape.roundOpen()) {
+                        g.commit(new int[shape.rows()]);
+                    }
+                }
+            }
+        }
+        assertThat(problems).as("§13.3 bad calls").isEmpty();
+    }
+
+    /** States 0–3: empty; two warm rows; a warm and a cold row; two warm rows in a round of width 3. */
+    private static TargetShape prepare(TargetRows g, int state) {
+        if (state == 0) {
+            return TargetShape.empty();
+        }
+        g.append(Arrays.asList(null, null));
+        g.prefill(HostTensor.ofIntRows(new int[][] {{1, 2, 3}, {4, 5, 6}}));
+        if (state == 2) {
+            g.append(Collections.singletonList(null));
+            return new TargetShape(new boolean[] {true, true, false}, false, 0, 0);
+        }
+        if (state == 3) {
+            g.verify(HostTensor.ofIntRows(new int[][] {{7, 8, 9}, {10, 11, 12}}));
+            return new TargetShape(new boolean[] {true, true}, true, 3, 0);
+        }
+        return new TargetShape(new boolean[] {true, true}, false, 0, 0);
+    }
+
+    private static List<String> digests(TargetRows g, TargetShape shape) {
+        List<String> out = new ArrayList<>();
+        for (int r = 0; !shape.roundOpen() && r < shape.rows(); r++) {
+            out.add(shape.warm(r) ? g.capture(r).contentDigest() : "cold");
+        }
+        return out;
+    }
+
+    @Test
+    @DisplayName("§13.3 commit keeps accepted + 1 tokens of every state")
+    @Override
+    public void required_s13_3_commitKeepsAcceptedPlusOneTokens() {
+        for (long seed = 1; seed <= 3; seed++) {
+            lockstepChain("§13.3 commit", List.of(rows(4), new TargetAction.Prefill(5, seed),
+                    new TargetAction.Verify(3, seed, 50), new TargetAction.Commit(Acceptance.RANDOM, seed),
+                    new TargetAction.Verify(4, seed + 10, 100), new TargetAction.Commit(Acceptance.MATCHED, seed),
+                    new TargetAction.Verify(5, seed + 20, 50), new TargetAction.Commit(Acceptance.RANDOM, seed + 1),
+                    new TargetAction.Verify(2, seed + 30, 0), new TargetAction.Commit(Acceptance.FULL, seed),
+                    new TargetAction.Verify(3, seed + 40, 100), new TargetAction.Commit(Acceptance.NONE, seed)));
+        }
+    }
+
+    @Test
+    @DisplayName("§13.3 a rollback equals never feeding the rejected drafts")
+    @Override
+    public void required_s13_3_rollbackEqualsNeverFeedingTheRejected() {
+        int w = 5;
+        int[][] prompts = {{3, 1, 4}, {1, 5, 9, 2}, {6, 5}, {3, 5, 8, 9, 7}, {9, 3}};
+        SplittableRandom rnd = new SplittableRandom(13);
+        int[][] verify = new int[prompts.length][w];
+        for (int[] row : verify) {
+            for (int i = 0; i < w; i++) {
+                row[i] = rnd.nextInt(vocab());
+            }
+        }
+        int[] accepted = {0, 1, 2, 3, 4};
+        TargetJudge judge = new TargetJudge(tolerance());
+        try (TargetRows g = subject.openRows(List.of())) {
+            List<TargetCheckpoint> starts = new ArrayList<>();
+            for (int[] p : prompts) {
+                starts.add(prefilled(p));
+            }
+            g.append(starts);
+            g.verify(HostTensor.ofIntRows(verify));
+            g.commit(accepted);
+            for (int r = 0; r < prompts.length; r++) {
+                int[] kept = Arrays.copyOf(verify[r], accepted[r] + 1);
+                try (TargetRows one = subject.openRows(List.of(starts.get(r)))) {
+                    one.prefill(HostTensor.ofInts(kept, 1, kept.length));
+                    TargetDivergence d = judge.state(r, "row " + r + " after commit(" + accepted[r] + ") of a verify"
+                            + " of " + w, TargetJudge.RowState.of(one.capture(0)),
+                            TargetJudge.RowState.of(g.capture(r)));
+                    assertThat(d).as("§13.3 rollback: %s", d).isNull();
+                }
+            }
+        }
+    }
+
+    /** A checkpoint of the subject after prefilling {@code prompt} alone. */
+    private TargetCheckpoint prefilled(int[] prompt) {
+        try (TargetRows one = subject.openRows(Collections.singletonList(null))) {
+            one.prefill(HostTensor.ofInts(prompt, 1, prompt.length));
+            return one.capture(0);
+        }
+    }
+
+    @Test
+    @DisplayName("§13.3 a zero-draft round is a plain decoding step")
+    @Override
+    public void required_s13_3_zeroDraftRoundEqualsAPlainStep() {
+        for (long seed = 1; seed <= 3; seed++) {
+            lockstepChain("§13.3 zero-draft round", List.of(rows(2), new TargetAction.Prefill(4, seed),
+                    new TargetAction.Verify(3, seed, 100), new TargetAction.Commit(Acceptance.RANDOM, seed),
+                    new TargetAction.Verify(0, seed + 1, 0), new TargetAction.Commit(Acceptance.NONE, seed),
+                    new TargetAction.Verify(0, seed + 2, 0), new TargetAction.Commit(Acceptance.NONE, seed),
+                    new TargetAction.Capture(seed), rows(0), new TargetAction.Append(List.of(0)),
+                    new TargetAction.Verify(0, seed + 3, 0), new TargetAction.Commit(Acceptance.NONE, seed)));
+        }
+    }
+
+    @Test
+    @DisplayName("§13.3 a prefill split anywhere equals one prefill")
+    @Override
+    public void required_s13_3_splitPrefillEqualsOnePrefill() {
+        int n = splitPrefillLength();
+        int[] tokens = new SplittableRandom(5).ints(n, 0, vocab()).toArray();
+        TargetJudge judge = new TargetJudge(tolerance());
+        TargetCheckpoint whole;
+        HostTensor wholeLogits;
+        try (TargetRows one = subject.openRows(Collections.singletonList(null))) {
+            wholeLogits = one.prefill(HostTensor.ofInts(tokens, 1, n)).logits();
+            whole = one.capture(0);
+        }
+        for (int split : new int[] {1, 63, 64, 65, n - 1}) {
+            if (split <= 0 || split >= n) {
+                continue;
+            }
+            try (TargetRows one = subject.openRows(Collections.singletonList(null))) {
+                one.prefill(HostTensor.ofInts(Arrays.copyOf(tokens, split), 1, split));
+                TargetOutput o = one.prefill(HostTensor.ofInts(Arrays.copyOfRange(tokens, split, n), 1, n - split));
+                String what = "§13.3 prefill of " + n + " split at " + split;
+                TargetDivergence d = judge.state(0, what, TargetJudge.RowState.of(whole),
+                        TargetJudge.RowState.of(one.capture(0)));
+                if (d == null) {
+                    d = judge.logits(what, wholeLogits, o.logits());
+                }
+                assertThat(d).as("%s", d).isNull();
+            }
+        }
+    }
+
+    @Test
+    @DisplayName("§13.3 capture → restore → capture is byte-identical")
+    @Override
+    public void required_s13_3_captureRestoreRoundTripIsByteIdentical() {
+        try (TargetRows g = subject.openRows(Collections.singletonList(null))) {
+            g.prefill(HostTensor.ofInts(new int[] {5, 6, 7, 8}, 1, 4));
+            g.verify(HostTensor.ofInts(new int[] {9, 10, 11}, 1, 3));
+            g.commit(new int[] {1});
+            TargetCheckpoint a = g.capture(0);
+            try (TargetRows h = subject.openRows(List.of(a))) {
+                TargetCheckpoint b = h.capture(0);
+                assertThat(b.contentEquals(a)).as("§13.3: restored %s, captured again %s", a, b).isTrue();
+                HostTensor next = HostTensor.ofInts(new int[] {12, 13}, 1, 2);
+                float[] x = g.verify(next).logits().toFloatArray();
+                float[] y = h.verify(next).logits().toFloatArray();
+                assertThat(y).as("§13.3: the restored row continues as the original").containsExactly(x);
+            }
+        }
+    }
+
+    @Test
+    @DisplayName("§13.3 filterRows permutes rows")
+    @Override
+    public void required_s13_3_filterRowsPermutesRows() {
+        try (TargetRows g = subject.openRows(List.of(prefilled(new int[] {1, 2}), prefilled(new int[] {3, 4, 5}),
+                prefilled(new int[] {6})))) {
+            List<TargetCheckpoint> before = List.of(g.capture(0), g.capture(1), g.capture(2));
+            int[] keep = {2, 0};
+            g.filterRows(keep);
+            assertThat(g.rowCount()).isEqualTo(2);
+            for (int i = 0; i < keep.length; i++) {
+                assertThat(g.capture(i).contentEquals(before.get(keep[i])))
+                        .as("§13.3 filterRows %s: new row %d is old row %d", Arrays.toString(keep), i, keep[i])
+                        .isTrue();
+            }
+        }
+    }
+
+    @Test
+    @DisplayName("§13.3 a device failure poisons the group (untested)")
+    @Override
+    public void untested_s13_3_deviceFailurePoisonsTheGroup() {
+        Assumptions.abort("untested: a failure inside a device computation cannot be provoked through the contract");
+    }
+
+    // ---- §13.2, §13.1 ------------------------------------------------------------------------------------------
+
+    @Test
+    @DisplayName("§13.2 states match the reference in the declared layout")
+    @Override
+    public void required_s13_2_stateMatchesTheReferenceInTheDeclaredLayout() {
+        lockstepChain("§13.2 state layout", List.of(rows(2), new TargetAction.Prefill(6, 3),
+                new TargetAction.Verify(2, 4, 50), new TargetAction.Commit(Acceptance.RANDOM, 5),
+                new TargetAction.Capture(6)));
+    }
+
+    @Test
+    @DisplayName("§13.1 logits and both taps match the reference")
+    @Override
+    public void required_s13_1_logitsAndTapsMatchTheReference() {
+        lockstepChain("§13.1 logits and taps", List.of(rows(3), new TargetAction.Prefill(9, 7),
+                new TargetAction.Verify(4, 8, 50), new TargetAction.Commit(Acceptance.MATCHED, 9),
+                new TargetAction.Prefill(3, 10), new TargetAction.Verify(0, 11, 0)));
+    }
+
+    // ---- §13.4 -------------------------------------------------------------------------------------------------
+
+    @Test
+    @DisplayName("§13.4 speculative == plain on the backend's target")
+    @Override
+    public void required_s13_4_speculativeEqualsPlain() {
+        SpeculativeLoopCheck.Engine engine = speculativeEngine(subject, drafter);
+        for (HiddenTap tap : HiddenTap.values()) {
+            for (KvPolicy policy : KvPolicy.values()) {
+                long seed = 31 + tap.ordinal() * 2L + policy.ordinal();
+                TargetDivergence d = SpeculativeLoopCheck.plainOnly(engine, subject,
+                        SpeculativeLoopCheck.requests(seed, vocab()), SpeculativeLoopCheck.options(seed, tap, policy));
+                assertThat(d).as("§13.4: %s", d).isNull();
+            }
+        }
+    }
+
+    @Test
+    @DisplayName("§13.4 the loop follows the reference's under the declared policy")
+    @Override
+    public void required_s13_4_loopFollowsTheReferenceUnderTheDeclaredPolicy() {
+        SpeculativeLoopCheck.Engine engine = speculativeEngine(subject, drafter);
+        SpeculativeLoopCheck.Engine reference = SpeculativeLoopCheck.of(oracle, drafter);
+        for (HiddenTap tap : HiddenTap.values()) {
+            for (KvPolicy policy : KvPolicy.values()) {
+                long seed = 41 + tap.ordinal() * 2L + policy.ordinal();
+                TargetDivergence d = SpeculativeLoopCheck.check(engine, subject, reference,
+                        SpeculativeLoopCheck.requests(seed, vocab()), SpeculativeLoopCheck.options(seed, tap, policy),
+                        tolerance());
+                assertThat(d).as("§13.4: %s", d).isNull();
+            }
+        }
+    }
+}

@@ -1,0 +1,18 @@
+package org.mtporacle.conformance.target.trace;
+
+import org.mtporacle.conformance.target.chain.TargetAction;
+
+import java.util.List;
+
+/**
+ * A replayable record of one target chain (format {@value TargetTraceFiles#FORMAT} version {@value
+ * TargetTraceFiles#VERSION}): the fixture and backend it ran on, the profile and declared state layout, the chain's
+ * seed, its actions, and the divergence it showed (kind, action, row, position, message), or none.
+ */
+public record TargetChainTrace(String fixture, String backend, String tolerance, String stateLayout, long seed,
+                               List<TargetAction> actions, String divergenceKind, int divergenceAction,
+                               int divergenceRow, int divergencePosition, String divergenceMessage) {
+    public TargetChainTrace {
+        actions = List.copyOf(actions);
+    }
+}

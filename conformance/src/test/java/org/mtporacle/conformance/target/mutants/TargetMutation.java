@@ -1,0 +1,41 @@
+package org.mtporacle.conformance.target.mutants;
+
+/**
+ * The real bugs of speculative rollback of a hybrid target (research/gdn-anchors.md §2), each injected into the
+ * otherwise correct {@link SimpleTarget}. {@link #NONE} is the correct implementation.
+ */
+public enum TargetMutation {
+    /** Correct. */
+    NONE,
+    /** Commit selects the accepted recurrent state but leaves the conv window after the whole verify
+     * (llama.cpp#28123, vllm#40738). */
+    CONV_NOT_ROLLED_BACK,
+    /** Commit rolls the conv window back but keeps the recurrent state after the whole verify (sglang#26351). */
+    STATE_NOT_ROLLED_BACK,
+    /** A verify of width 1 does not refresh the per-position state slots, so its commit reads the previous verify's
+     * slot 0: a zero-draft step on a stale state (vllm#52942/#56531). */
+    ZERO_DRAFT_STALE_SLOT,
+    /** The state is stored {@code [Hv, Dv, Dk]} but declared (and captured as) {@code [Hv, Dk, Dv]}. */
+    TRANSPOSED_STATE,
+    /** Value head {@code j} reads key head {@code j % Hk} (tiled) instead of {@code j / r} (grouped), in the
+     * recurrent form only (the chunked prefill is right). */
+    V_HEADS_TILED,
+    /** Replay rollback batches the rows' kept tokens padded to the longest; the pad steps are masked out of the
+     * attention but still decay and shift the GDN state of the shorter rows. */
+    PADS_DECAY_STATE,
+    /** The chunked prefill's chunks overlap by one token at each 64-token boundary (the boundary token is fed twice). */
+    CHUNK_BOUNDARY_OFF_BY_ONE,
+    /** The pre-norm and post-norm taps are swapped. */
+    WRONG_TAP,
+    /** Commit takes the state after {@code accepted + 2} tokens (snapshot index {@code accepted + 1}, clamped to the
+     * last) instead of after {@code accepted + 1} (index {@code accepted}). */
+    SNAPSHOT_OFF_BY_ONE,
+    /** A loop-level bug: the engine declares the drafter KV policy {@code keep} and runs {@code rebuild} (or the
+     * reverse); the target rows are correct. */
+    KEEP_REBUILD_MIXED_UP;
+
+    /** The rollback design the mutant lives in. */
+    public SimpleTarget.Rollback rollback() {
+        return this == PADS_DECAY_STATE ? SimpleTarget.Rollback.REPLAY : SimpleTarget.Rollback.SNAPSHOTS;
+    }
+}

@@ -1,0 +1,135 @@
+package org.mtporacle.conformance.target.tck;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+import org.junit.platform.engine.DiscoverySelector;
+import org.junit.platform.testkit.engine.EngineTestKit;
+import org.junit.platform.testkit.engine.Events;
+import org.mtporacle.api.DraftModel;
+import org.mtporacle.api.LoadedTarget;
+import org.mtporacle.api.TargetModel;
+import org.mtporacle.conformance.target.lockstep.SpeculativeLoopCheck;
+import org.mtporacle.conformance.target.mutants.SimpleTarget;
+import org.mtporacle.conformance.target.mutants.TargetMutation;
+import org.mtporacle.reference.target.SpeculativeDecoding.KvPolicy;
+import org.mtporacle.reference.target.SpeculativeDecoding.Options;
+
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.stream.Stream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.platform.engine.discovery.DiscoverySelectors.selectClass;
+import static org.junit.platform.engine.discovery.DiscoverySelectors.selectMethod;
+
+/**
+ * The target TCK tests itself: the standalone simple target passes every check (the replay design: the rollback
+ * checks; lockstep runs it whole), and each
+ * mutant fails the check of the rule it breaks (only those checks run, to keep this quick).
+ */
+class TargetTckCatchesMutantsTest {
+    /** Which mutation and rollback design the nested verification class loads; set before each engine run. */
+    static volatile TargetMutation current = TargetMutation.NONE;
+    static volatile SimpleTarget.Rollback design = SimpleTarget.Rollback.SNAPSHOTS;
+
+    private static final String COMMIT = "required_s13_3_commitKeepsAcceptedPlusOneTokens";
+    private static final String ROLLBACK = "required_s13_3_rollbackEqualsNeverFeedingTheRejected";
+
+    static Stream<Arguments> cases() {
+        return Stream.of(
+                Arguments.of(TargetMutation.CONV_NOT_ROLLED_BACK, new String[] {COMMIT, ROLLBACK}),
+                Arguments.of(TargetMutation.STATE_NOT_ROLLED_BACK, new String[] {COMMIT, ROLLBACK}),
+                Arguments.of(TargetMutation.SNAPSHOT_OFF_BY_ONE, new String[] {COMMIT, ROLLBACK}),
+                Arguments.of(TargetMutation.PADS_DECAY_STATE, new String[] {COMMIT, ROLLBACK}),
+                Arguments.of(TargetMutation.ZERO_DRAFT_STALE_SLOT,
+                        new String[] {"required_s13_3_zeroDraftRoundEqualsAPlainStep"}),
+                Arguments.of(TargetMutation.TRANSPOSED_STATE,
+                        new String[] {"required_s13_2_stateMatchesTheReferenceInTheDeclaredLayout"}),
+                Arguments.of(TargetMutation.V_HEADS_TILED,
+                        new String[] {"required_s13_1_logitsAndTapsMatchTheReference"}),
+                Arguments.of(TargetMutation.WRONG_TAP,
+                        new String[] {"required_s13_1_logitsAndTapsMatchTheReference"}),
+                Arguments.of(TargetMutation.CHUNK_BOUNDARY_OFF_BY_ONE,
+                        new String[] {"required_s13_3_splitPrefillEqualsOnePrefill"}),
+                Arguments.of(TargetMutation.KEEP_REBUILD_MIXED_UP,
+                        new String[] {"required_s13_4_loopFollowsTheReferenceUnderTheDeclaredPolicy"}));
+    }
+
+    @Test
+    void theCorrectSimpleTargetPassesEveryCheck() {
+        current = TargetMutation.NONE;
+        design = SimpleTarget.Rollback.SNAPSHOTS;
+        Events tests = EngineTestKit.engine("junit-jupiter").selectors(selectClass(Subject.class)).execute()
+                .testEvents();
+        assertThat(failures(tests)).isEmpty();
+        assertThat(tests.succeeded().count()).isEqualTo(12);
+        assertThat(tests.aborted().count()).isEqualTo(1);
+    }
+
+    /** The replay design runs the whole contract in lockstep elsewhere; here, the rules about rollback. */
+    @Test
+    void theCorrectSimpleTargetWithReplayRollbackPassesTheRollbackChecks() {
+        current = TargetMutation.NONE;
+        design = SimpleTarget.Rollback.REPLAY;
+        Events tests = EngineTestKit.engine("junit-jupiter").selectors(selectMethod(Subject.class, COMMIT),
+                selectMethod(Subject.class, ROLLBACK), selectMethod(Subject.class,
+                        "required_s13_3_zeroDraftRoundEqualsAPlainStep")).execute().testEvents();
+        assertThat(failures(tests)).isEmpty();
+        assertThat(tests.succeeded().count()).isEqualTo(3);
+    }
+
+    private static java.util.List<String> failures(Events tests) {
+        return tests.failed().stream().map(e -> e.getTestDescriptor().getDisplayName() + ": " + e.getPayload(
+                org.junit.platform.engine.TestExecutionResult.class).flatMap(r -> r.getThrowable())
+                .map(Throwable::getMessage).orElse("")).toList();
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("cases")
+    void eachMutantFailsTheCheckOfTheRuleItBreaks(TargetMutation mutation, String[] mustFail) {
+        current = mutation;
+        design = mutation.rollback();
+        DiscoverySelector[] selectors = Arrays.stream(mustFail).map(m -> selectMethod(Subject.class, m))
+                .toArray(DiscoverySelector[]::new);
+        Events tests = EngineTestKit.engine("junit-jupiter").selectors(selectors).execute().testEvents();
+        var failed = tests.failed().stream().map(e -> e.getTestDescriptor().getLegacyReportingName()).toList();
+        for (String check : mustFail) {
+            assertThat(failed).as("%s must fail %s", mutation, check).anyMatch(n -> n.startsWith(check));
+        }
+        tests.failed().stream().forEach(e -> System.out.printf("%-26s fails %s: %s%n", mutation,
+                e.getTestDescriptor().getLegacyReportingName(), e.getPayload(
+                        org.junit.platform.engine.TestExecutionResult.class).flatMap(r -> r.getThrowable())
+                        .map(t -> t.getMessage().lines().findFirst().orElse("")).orElse("")));
+    }
+
+    /** The target TCK over {@link SimpleTarget} with {@link #current}; run only through the engine test kit. */
+    static class Subject extends TargetBackendVerification {
+        @Override
+        protected LoadedTarget createTarget(TargetModel model) {
+            return new SimpleTarget(model, current, design);
+        }
+
+        @Override
+        protected SpeculativeLoopCheck.Engine speculativeEngine(LoadedTarget target, DraftModel drafter) {
+            SpeculativeLoopCheck.Engine loop = SpeculativeLoopCheck.of(target, drafter);
+            if (current != TargetMutation.KEEP_REBUILD_MIXED_UP) {
+                return loop;
+            }
+            return (requests, declared, seen) -> loop.run(requests, new Options(declared.tap(),
+                    declared.policy() == KvPolicy.KEEP ? KvPolicy.REBUILD : KvPolicy.KEEP, declared.depth(),
+                    declared.restore()), seen);
+        }
+
+        @Override
+        protected int lockstepChains() {
+            return 8;
+        }
+
+        @Override
+        protected Path fixtureCache() {
+            return Path.of("target", "fixture-cache");
+        }
+    }
+}
