@@ -110,7 +110,8 @@ public final class Conform {
             int threads = Runtime.getRuntime().availableProcessors();
             try (ReferenceDraftModel oracle = ReferenceBackend.load(model, ReferenceBackend.configuredMode(), threads);
                  ReferenceTarget target = o.contexts().tap() == null ? null
-                         : TargetTaps.reference(fx.loadTarget(o.fixtureCache()), threads)) {
+                         : TargetTaps.reference(fx.loadTarget(o.fixtureCache()), ReferenceBackend.configuredMode(),
+                         threads)) {
                 TargetTaps taps = target == null ? null : new TargetTaps(target, o.contexts().tap());
                 for (BackendSelection.Choice c : o.choices()) {
                     listener.entryStarted(c.label(), fx.name());

@@ -58,8 +58,8 @@ public sealed interface ContextSource {
 
         @Override
         public String describe() {
-            return "target reference (tap " + tap.label() + "): the fixture's hybrid target on the chain's tokens, "
-                    + "scalar kernels (spec §13.4)";
+            return "target reference (tap " + tap.label() + "): the fixture's hybrid target on the chain's own tokens "
+                    + "(spec §13.4)";
         }
     }
 

@@ -33,11 +33,12 @@ public record TargetTaps(LoadedTarget target, HiddenTap tap) {
     }
 
     /**
-     * The reference target of {@code model} on the scalar kernels: the reference's defining accumulation order, so a
-     * trace replays to the same contexts on any CPU (the bits do not depend on the vector width or thread count).
+     * The reference target of {@code model} on {@code mode}'s kernels: give it the reference drafter's mode, so the
+     * contexts are as reproducible as the oracle (bit for bit on one CPU and any thread count; the scalar kernels, the
+     * defining accumulation order, on any CPU, as goldens need).
      */
-    public static ReferenceTarget reference(TargetModel model, int threads) {
-        return new ReferenceTarget(model, new Kernels(KernelMode.SCALAR, threads));
+    public static ReferenceTarget reference(TargetModel model, KernelMode mode, int threads) {
+        return new ReferenceTarget(model, new Kernels(mode, threads));
     }
 
     /**
