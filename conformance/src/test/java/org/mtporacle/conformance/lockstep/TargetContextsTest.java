@@ -49,6 +49,8 @@ class TargetContextsTest {
     private static MtpModel drafter;
     private static TargetModel targetModel;
     private static ReferenceTarget target;
+    private static MtpModel moeDrafter;
+    private static ReferenceTarget moeTarget;
 
     @BeforeAll
     static void load() {
@@ -56,11 +58,15 @@ class TargetContextsTest {
         drafter = fx.load(CACHE);
         targetModel = fx.loadTarget(CACHE);
         target = TargetTaps.reference(targetModel, KernelMode.VECTOR, 2);
+        FixtureRecipe moe = FixtureRecipe.named("tiny-moe-target");
+        moeDrafter = moe.load(CACHE);
+        moeTarget = TargetTaps.reference(moe.loadTarget(CACHE), KernelMode.VECTOR, 2);
     }
 
     @AfterAll
     static void close() {
         target.close();
+        moeTarget.close();
     }
 
     private static Campaign.Settings settings(int chains, Path traces) {
@@ -83,12 +89,14 @@ class TargetContextsTest {
         }
     }
 
-    @Test
-    void theCorrectSecondImplementationPassesOnTargetContexts() {
-        try (ReferenceDraftModel oracle = ReferenceBackend.load(drafter, KernelMode.VECTOR, 1);
-             SimpleBackend simple = new SimpleBackend(drafter, Mutation.NONE)) {
-            Campaign.Result r = Campaign.run(settings(60, null), oracle, simple,
-                    new TargetTaps(target, HiddenTap.POST_NORM), (d, t, p) -> { });
+    @ParameterizedTest(name = "MoE {0}")
+    @org.junit.jupiter.params.provider.ValueSource(booleans = {false, true})
+    void theCorrectSecondImplementationPassesOnTargetContexts(boolean onMoe) {
+        MtpModel model = onMoe ? moeDrafter : drafter;
+        try (ReferenceDraftModel oracle = ReferenceBackend.load(model, KernelMode.VECTOR, 1);
+             SimpleBackend simple = new SimpleBackend(model, Mutation.NONE)) {
+            Campaign.Result r = Campaign.run(settings(50, null), oracle, simple,
+                    new TargetTaps(onMoe ? moeTarget : target, HiddenTap.POST_NORM), (d, t, p) -> { });
             assertThat(r.failures()).as("%s", r.failures()).isEmpty();
         }
     }
@@ -168,15 +176,19 @@ class TargetContextsTest {
         }
     }
 
+    /** Every drafter mutant the kit catches on synthetic contexts it catches on target contexts (tiny-moe-target for MoE). */
     @ParameterizedTest(name = "{0}")
-    @EnumSource(value = Mutation.class, names = {"OFF_BY_ONE_KEPT_COUNT", "STALE_HIDDEN_AFTER_COMMIT",
-            "MISSING_BRIDGE_ROW"})
+    @EnumSource(value = Mutation.class, names = {"NONE", "APPEND_AFTER_CLOSE", "MODEL_CLOSE_IGNORED"},
+            mode = EnumSource.Mode.EXCLUDE)
     void aDrafterMutantIsStillCaughtAndItsTraceReplaysOnTheSameTaps(Mutation mutation) throws Exception {
         Path traces = Files.createTempDirectory("target-context-traces");
-        try (ReferenceDraftModel oracle = ReferenceBackend.load(drafter, KernelMode.VECTOR, 1);
-             SimpleBackend mutant = new SimpleBackend(drafter, mutation)) {
-            Campaign.Settings s = settings(100, traces);
-            Lockstep lockstep = new Lockstep(oracle, mutant, s.tolerance(), new TargetTaps(target, HiddenTap.PRE_NORM));
+        MtpModel model = mutation.isMoe() ? moeDrafter : drafter;
+        ReferenceTarget t = mutation.isMoe() ? moeTarget : target;
+        try (ReferenceDraftModel oracle = ReferenceBackend.load(model, KernelMode.VECTOR, 1);
+             SimpleBackend mutant = new SimpleBackend(model, mutation)) {
+            Campaign.Settings s = new Campaign.Settings(mutation.isMoe() ? "tiny-moe-target" : "tiny-target",
+                    "mutant", Map.of(), Tolerance.F32, 300, 11, 0, 1, ChainGenerator.Limits.defaults(), traces, 400);
+            Lockstep lockstep = new Lockstep(oracle, mutant, s.tolerance(), new TargetTaps(t, HiddenTap.PRE_NORM));
             ChainGenerator gen = new ChainGenerator(s.limits());
             Campaign.Failure failure = null;
             for (long i = 0; i < s.chains() && failure == null; i++) {
