@@ -12,8 +12,8 @@ import java.util.function.Supplier;
 /**
  * One group of target rows that mirrors the reference drafter's rows through a chain, so that every context is the
  * target's own tap of the tokens the drafter sees (spec §13.4): row {@code b} of the target has processed exactly the
- * tokens row {@code b} of the drafter has consumed. The harness calls it only after (or, for the calls whose context
- * it computes, when the group's shape says before) the reference drafter's call succeeds:
+ * tokens row {@code b} of the drafter has consumed. The harness mirrors a call once the reference drafter has accepted
+ * it; a prefill, whose context the target computes, runs first, when the group's shape says the call is valid:
  * <ul>
  *   <li>append: a cold drafter row is an empty target row, a restored one the target checkpoint captured with it;</li>
  *   <li>filterRows: the same keep list;</li>
