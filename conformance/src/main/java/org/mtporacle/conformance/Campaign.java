@@ -8,6 +8,7 @@ import org.mtporacle.conformance.chain.Shrinker;
 import org.mtporacle.conformance.lockstep.ChainOutcome;
 import org.mtporacle.conformance.compare.Divergence;
 import org.mtporacle.conformance.lockstep.Lockstep;
+import org.mtporacle.conformance.lockstep.TargetTaps;
 import org.mtporacle.conformance.trace.ChainTrace;
 import org.mtporacle.conformance.trace.TraceFiles;
 import org.mtporacle.reference.ReferenceDraftModel;
@@ -77,8 +78,15 @@ public final class Campaign {
         return seed * 0x9E3779B97F4A7C15L + index * 0xBF58476D1CE4E5B9L + 0x94D049BB133111EBL;
     }
 
+    /** Runs the campaign on synthetic contexts. */
     public static Result run(Settings s, ReferenceDraftModel oracle, DraftModel subject, Progress progress) {
-        Lockstep lockstep = new Lockstep(oracle, subject, s.tolerance());
+        return run(s, oracle, subject, null, progress);
+    }
+
+    /** Runs the campaign with {@code taps}' contexts (null: synthetic); traces record which. */
+    public static Result run(Settings s, ReferenceDraftModel oracle, DraftModel subject, TargetTaps taps,
+                             Progress progress) {
+        Lockstep lockstep = new Lockstep(oracle, subject, s.tolerance(), taps);
         ChainGenerator gen = new ChainGenerator(s.limits());
         long start = System.nanoTime();
         List<Failure> failures = new ArrayList<>();
@@ -125,7 +133,7 @@ public final class Campaign {
                     + Long.toHexString(failed.seed()) + ".json");
             try {
                 TraceFiles.write(new ChainTrace(ChainTrace.FORMAT, s.fixture(), oracle.model().identity(),
-                        s.backend(), s.options(), s.tolerance(), failed.seed(), shrunk, d,
+                        s.backend(), s.options(), s.tolerance(), lockstep.contexts(), failed.seed(), shrunk, d,
                         failed.chain().size()), trace);
             } catch (IOException e) {
                 throw new UncheckedIOException("conform: cannot write trace " + trace, e);

@@ -9,11 +9,14 @@ import org.mtporacle.api.MtpModel;
 import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.chain.Action;
 import org.mtporacle.conformance.chain.ChainGenerator;
+import org.mtporacle.conformance.chain.ContextSource;
 import org.mtporacle.conformance.lockstep.ChainOutcome;
+import org.mtporacle.conformance.lockstep.TargetTaps;
 import org.mtporacle.conformance.report.ConformReport;
 import org.mtporacle.conformance.report.ReportFiles;
 import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
+import org.mtporacle.reference.target.ReferenceTarget;
 
 import java.nio.file.Path;
 import java.time.Instant;
@@ -29,15 +32,26 @@ public final class Conform {
 
     /**
      * The run's choices. {@code requested} are the backend names the user gave (empty: every backend found), the
-     * profiles they select are {@code choices} ({@link BackendSelection#select}); the shard is index K−1 of N.
+     * profiles they select are {@code choices} ({@link BackendSelection#select}); the shard is index K−1 of N;
+     * {@code contexts} is where every chain's prefill and commit hiddens come from (target contexts need every fixture
+     * to have a target, {@link #checkContexts}).
      */
     public record Options(List<BackendSelection.Choice> choices, List<String> requested, List<FixtureRecipe> fixtures,
                           int chains, long seed, int shardIndex, int shardCount, Path reportDir, Path fixtureCache,
-                          ChainGenerator.Limits limits) {
+                          ChainGenerator.Limits limits, ContextSource contexts) {
         public Options {
             choices = List.copyOf(choices);
             requested = List.copyOf(requested);
             fixtures = List.copyOf(fixtures);
+            contexts = contexts == null ? ContextSource.SYNTHETIC : contexts;
+        }
+
+        /** A run on synthetic contexts. */
+        public Options(List<BackendSelection.Choice> choices, List<String> requested, List<FixtureRecipe> fixtures,
+                       int chains, long seed, int shardIndex, int shardCount, Path reportDir, Path fixtureCache,
+                       ChainGenerator.Limits limits) {
+            this(choices, requested, fixtures, chains, seed, shardIndex, shardCount, reportDir, fixtureCache, limits,
+                    ContextSource.SYNTHETIC);
         }
     }
 
@@ -50,10 +64,26 @@ public final class Conform {
         void entryDone(ConformReport.Entry entry);
     }
 
-    /** Where the hiddens fed to prefill and commit come from, as the report says it. */
-    public static final String CONTEXTS = "synthetic: seeded N(0,1) hiddens rounded to bf16 (no target tap)";
+    /** Where the hiddens fed to prefill and commit come from by default, as the report says it. */
+    public static final String CONTEXTS = ContextSource.SYNTHETIC.describe();
 
     private Conform() {
+    }
+
+    /**
+     * Checks that {@code contexts} can be had on every fixture: target contexts need a fixture with a target.
+     *
+     * @throws MtpException INVALID_ARGUMENT naming the first fixture without one and those that have one
+     */
+    public static void checkContexts(List<FixtureRecipe> fixtures, ContextSource contexts) {
+        if (contexts instanceof ContextSource.Target) {
+            for (FixtureRecipe fx : fixtures) {
+                if (!fx.hasTarget()) {
+                    throw MtpException.invalidArgument("--contexts target: fixture " + fx.name() + " has no target "
+                            + "(fixtures with one: " + String.join(", ", FixtureRecipe.withTarget()) + ")");
+                }
+            }
+        }
     }
 
     /**
@@ -63,6 +93,7 @@ public final class Conform {
      * caller writes the finished report at the end.
      */
     public static ConformReport run(Options o, Listener listener) {
+        checkContexts(o.fixtures(), o.contexts());
         if (o.reportDir() != null) {
             ReportFiles.clearTraces(o.reportDir());
         }
@@ -76,11 +107,15 @@ public final class Conform {
         List<ConformReport.Entry> entries = new ArrayList<>();
         for (FixtureRecipe fx : o.fixtures()) {
             MtpModel model = fx.load(o.fixtureCache());
-            try (ReferenceDraftModel oracle = ReferenceBackend.load(model, ReferenceBackend.configuredMode(),
-                    Runtime.getRuntime().availableProcessors())) {
+            int threads = Runtime.getRuntime().availableProcessors();
+            try (ReferenceDraftModel oracle = ReferenceBackend.load(model, ReferenceBackend.configuredMode(), threads);
+                 ReferenceTarget target = o.contexts().tap() == null ? null
+                         : TargetTaps.reference(fx.loadTarget(o.fixtureCache()), ReferenceBackend.configuredMode(),
+                         threads)) {
+                TargetTaps taps = target == null ? null : new TargetTaps(target, o.contexts().tap());
                 for (BackendSelection.Choice c : o.choices()) {
                     listener.entryStarted(c.label(), fx.name());
-                    ConformReport.Entry e = entry(o, fx, model, oracle, c.backend(), c.profile(), listener);
+                    ConformReport.Entry e = entry(o, fx, model, oracle, taps, c.backend(), c.profile(), listener);
                     entries.add(e);
                     unfinished.remove(shard + ": " + c.label() + " @ " + fx.name());
                     if (o.reportDir() != null && !unfinished.isEmpty()) {
@@ -96,13 +131,13 @@ public final class Conform {
     private static ConformReport report(Options o, String shard, List<ConformReport.Entry> entries,
                                         List<String> unfinished) {
         return new ConformReport("mtp-oracle " + version(), Instant.now().toString(), o.seed(), o.chains(),
-                List.of(shard), CONTEXTS, entries,
+                List.of(shard), o.contexts().describe(), entries,
                 new ConformReport.Plan(o.shardCount(), o.limits().maxActions(), o.requested(),
                         o.fixtures().stream().map(FixtureRecipe::name).toList()), List.of(), unfinished);
     }
 
     private static ConformReport.Entry entry(Options o, FixtureRecipe fx, MtpModel model, ReferenceDraftModel oracle,
-                                             MtpBackend b, BackendProfile p, Listener listener) {
+                                             TargetTaps taps, MtpBackend b, BackendProfile p, Listener listener) {
         Tolerance tol = p.tolerance();
         Availability a = b.availability();
         if (!a.available()) {
@@ -126,7 +161,7 @@ public final class Conform {
             Campaign.Settings s = new Campaign.Settings(fx.name(), b.name(), p.options(), tol, o.chains(), o.seed(),
                     o.shardIndex(), o.shardCount(), within(o.limits(), b.capabilities()), o.reportDir() == null ? null
                     : o.reportDir().resolve("traces"), 400);
-            Campaign.Result r = Campaign.run(s, oracle, subject, listener::chainDone);
+            Campaign.Result r = Campaign.run(s, oracle, subject, taps, listener::chainDone);
             ChainOutcome.Stats st = r.stats();
             List<ConformReport.FailureRecord> failures = new ArrayList<>();
             for (Campaign.Failure f : r.failures()) {

@@ -4,6 +4,7 @@ import org.mtporacle.conformance.BackendSelection;
 import org.mtporacle.conformance.Conform;
 import org.mtporacle.conformance.FixtureRecipe;
 import org.mtporacle.conformance.chain.ChainGenerator;
+import org.mtporacle.conformance.chain.ContextSource;
 import org.mtporacle.conformance.report.ConformReport;
 import org.mtporacle.conformance.report.ReportFiles;
 import org.mtporacle.conformance.report.TextReport;
@@ -26,6 +27,8 @@ import java.util.concurrent.Callable;
                 "With no options: every backend profile found on the bundled fixtures (dense and MoE: tiny, "
                         + "tiny-q4, small, small-q4, tiny-moe, tiny-moe-q4, small-moe, small-moe-q4); unavailable backends are listed with the reason and do not fail the run. A "
                         + "backend asked for with --backend must run: unavailable, the run exits 3.",
+                "--contexts target feeds every chain the taps of the fixture's reference target (with no --fixture: "
+                        + "tiny-target, small-target, tiny-moe-target).",
                 "Exit 0 when every entry passed, 1 when one failed, 3 when a backend asked for is unavailable."})
 final class ConformCommand implements Callable<Integer> {
     @Spec
@@ -60,6 +63,9 @@ final class ConformCommand implements Callable<Integer> {
     Path report;
 
     @Mixin
+    Mixins.Contexts contexts;
+
+    @Mixin
     Mixins.Json json;
 
     @Mixin
@@ -70,17 +76,23 @@ final class ConformCommand implements Callable<Integer> {
         Mixins.Usage.require(spec, chains >= 1, "--chains " + chains + ": must be ≥ 1");
         Mixins.Usage.require(spec, maxActions >= 1, "--max-actions " + maxActions + ": must be ≥ 1");
         List<BackendSelection.Choice> selected = Mixins.Usage.lookup(spec, () -> BackendSelection.select(backends));
-        List<FixtureRecipe> recipes = fixtures.isEmpty() ? FixtureRecipe.BUNDLED
+        ContextSource source = contexts.source();
+        List<FixtureRecipe> recipes = fixtures.isEmpty() ? (source.tap() == null ? FixtureRecipe.BUNDLED
+                : FixtureRecipe.TARGETS.stream().map(FixtureRecipe::named).toList())
                 : Mixins.Usage.lookup(spec, () -> fixtures.stream().map(FixtureRecipe::named).toList());
+        Mixins.Usage.lookup(spec, () -> {
+            Conform.checkContexts(recipes, source);
+            return null;
+        });
         ChainGenerator.Limits d = ChainGenerator.Limits.defaults();
         Conform.Options o = new Conform.Options(selected, backends, recipes, chains, seed, shard.index(),
                 shard.count(), report, FixtureRecipe.defaultCache(), new ChainGenerator.Limits(maxActions,
-                d.maxRows(), d.maxDepth(), d.maxPrefill(), d.badRate(), d.stochasticRate()));
+                d.maxRows(), d.maxDepth(), d.maxPrefill(), d.badRate(), d.stochasticRate()), source);
         ProgressLine progress = new ProgressLine(quiet.quiet || json.json);
         boolean live = !json.json;
         if (live) {
             progress.println(TextReport.header(new ConformReport("", "", seed, chains, List.of(shard.text()),
-                    Conform.CONTEXTS, List.of(), new ConformReport.Plan(shard.count(), maxActions, backends,
+                    source.describe(), List.of(), new ConformReport.Plan(shard.count(), maxActions, backends,
                     List.of()), List.of())));
         }
         ConformReport r = Conform.run(o, new Conform.Listener() {

@@ -6,16 +6,20 @@ import org.mtporacle.api.MtpException;
 import org.mtporacle.api.UntrustedText;
 import org.mtporacle.api.MtpModel;
 import org.mtporacle.api.Tolerance;
+import org.mtporacle.conformance.Conform;
 import org.mtporacle.conformance.FixtureRecipe;
+import org.mtporacle.conformance.chain.ContextSource;
 import org.mtporacle.conformance.golden.GoldenDiff;
 import org.mtporacle.conformance.golden.GoldenFiles;
 import org.mtporacle.conformance.golden.GoldenModels;
 import org.mtporacle.conformance.golden.GoldenScenarios;
 import org.mtporacle.conformance.golden.GoldenTrace;
 import org.mtporacle.conformance.golden.GoldenVerifier;
+import org.mtporacle.conformance.lockstep.TargetTaps;
 import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
 import org.mtporacle.reference.kernels.KernelMode;
+import org.mtporacle.reference.target.ReferenceTarget;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -52,7 +56,10 @@ final class GoldenCommand implements Runnable {
     @Command(name = "record", mixinStandardHelpOptions = true,
             description = {"Record golden traces from named scenarios on the reference.",
                     "With no --fixture: tiny (lifecycle, sampling), tiny-q4 (lifecycle), small (lifecycle, sampling),"
-                            + " tiny-moe and tiny-moe-q4 (lifecycle) — the set committed under golden/."})
+                            + " tiny-moe and tiny-moe-q4 (lifecycle) — the set committed under golden/.",
+                    "--contexts target records the reference target's taps of the scenario's tokens as the contexts "
+                            + "(with no --fixture: tiny-target, small-target, tiny-moe-target, both scenarios); "
+                            + "the golden's name ends in -tap-pre or -tap-post."})
     static final class Record implements Callable<Integer> {
         @Option(names = "--fixture", paramLabel = "NAME",
                 description = "Fixture recipe to record on (repeatable), e.g. qwen3.5-0.8b. See `mtp fixture --list`.")
@@ -67,6 +74,9 @@ final class GoldenCommand implements Runnable {
         Path out;
 
         @Mixin
+        Mixins.Contexts contexts;
+
+        @Mixin
         Mixins.Quiet quiet;
 
         @Spec
@@ -74,12 +84,17 @@ final class GoldenCommand implements Runnable {
 
         @Override
         public Integer call() {
+            ContextSource source = contexts.source();
             for (String s : scenarios) {
                 Mixins.Usage.require(spec, GoldenScenarios.NAMES.contains(s), "--scenario " + s
                         + ": unknown, expected one of " + String.join(", ", GoldenScenarios.NAMES));
             }
             Map<String, List<String>> plan = new LinkedHashMap<>();
-            if (fixtures.isEmpty()) {
+            if (fixtures.isEmpty() && source.tap() != null) {
+                for (String f : FixtureRecipe.TARGETS) {
+                    plan.put(f, scenarios.isEmpty() ? GoldenScenarios.NAMES : scenarios);
+                }
+            } else if (fixtures.isEmpty()) {
                 for (String f : GoldenScenarios.DEFAULT_FIXTURES) {
                     plan.put(f, scenarios.isEmpty() ? GoldenScenarios.DEFAULTS.get(f) : scenarios);
                 }
@@ -90,17 +105,27 @@ final class GoldenCommand implements Runnable {
                             : scenarios);
                 }
             }
+            Mixins.Usage.lookup(spec, () -> {
+                Conform.checkContexts(plan.keySet().stream().map(FixtureRecipe::named).toList(), source);
+                return null;
+            });
             int total = plan.values().stream().mapToInt(List::size).sum();
             int done = 0;
             ProgressLine progress = quiet.progress();
             for (Map.Entry<String, List<String>> e : plan.entrySet()) {
                 progress.update("loading " + e.getKey(), done, total, "");
-                MtpModel model = FixtureRecipe.named(e.getKey()).load(FixtureRecipe.defaultCache());
-                for (String s : e.getValue()) {
-                    progress.update("recording " + e.getKey() + "-" + s, done, total, "");
-                    Path json = GoldenScenarios.record(model, e.getKey(), s, out);
-                    done++;
-                    progress.println(String.format("recorded %s (%s)", json, sizes(json)));
+                FixtureRecipe fx = FixtureRecipe.named(e.getKey());
+                MtpModel model = fx.load(FixtureRecipe.defaultCache());
+                try (ReferenceTarget target = source.tap() == null ? null : TargetTaps.reference(
+                        fx.loadTarget(FixtureRecipe.defaultCache()), KernelMode.SCALAR,
+                        Runtime.getRuntime().availableProcessors())) { // the goldens' defining order
+                    TargetTaps taps = target == null ? null : new TargetTaps(target, source.tap());
+                    for (String s : e.getValue()) {
+                        progress.update("recording " + e.getKey() + "-" + s, done, total, "");
+                        Path json = GoldenScenarios.record(model, e.getKey(), s, out, taps);
+                        done++;
+                        progress.println(String.format("recorded %s (%s)", json, sizes(json)));
+                    }
                 }
             }
             return MtpCommand.EXIT_OK;

@@ -61,7 +61,7 @@ final class InspectCommand implements Callable<Integer> {
             String format = GoldenFiles.parse(path, path.toString()).path("format").asText("");
             summary = switch (format) {
                 case GoldenTrace.FORMAT -> golden(path);
-                case ChainTrace.FORMAT -> chain(TraceFiles.read(path));
+                case ChainTrace.FORMAT, ChainTrace.FORMAT_1 -> chain(TraceFiles.read(path));
                 case "" -> throw MtpException.malformedFile(path + ": JSON without a \"format\", so neither a chain "
                         + "trace (" + ChainTrace.FORMAT + ") nor a golden trace (" + GoldenTrace.FORMAT + ")"
                         + (path.getFileName().toString().equals("config.json") ? "; for the model give its directory"
@@ -163,6 +163,7 @@ final class InspectCommand implements Callable<Integer> {
         m.put("backend", t.backend());
         m.put("backendOptions", t.backendOptions());
         m.put("tolerance", t.tolerance().describe());
+        m.put("contexts", t.contexts().describe());
         m.put("seed", t.seed());
         m.put("actions", t.actions().size() + " (shrunk from " + t.originalLength() + ")");
         m.put("steps", t.actions().stream().map(Action::describe).toList());

@@ -3,6 +3,7 @@ package org.mtporacle.tools;
 import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.conformance.BackendSelection;
+import org.mtporacle.conformance.chain.ContextSource;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
@@ -57,6 +58,31 @@ final class Mixins {
             MtpBackend b = Usage.lookup(mixee, () -> BackendSelection.byName(n));
             BackendSelection.requireAvailable(b);
             return b;
+        }
+    }
+
+    /**
+     * {@code --contexts synthetic|target} and {@code --tap pre|post}: conform, tck, golden record. Where the hiddens fed
+     * to prefill and commit come from (spec §13.4); an unknown value, or a tap with synthetic contexts, is exit 2.
+     */
+    static final class Contexts {
+        @Spec(Spec.Target.MIXEE)
+        CommandSpec mixee;
+
+        @Option(names = "--contexts", paramLabel = "synthetic|target", defaultValue = "synthetic",
+                description = "Where the hiddens fed to prefill and commit come from: seeded synthetic ones, or the "
+                        + "taps of the fixture's reference target on the same tokens (a fixture with a target: "
+                        + "tiny-target, small-target, tiny-moe-target and their -q4; spec §13.4) "
+                        + "(default: ${DEFAULT-VALUE}).")
+        String contexts;
+
+        @Option(names = "--tap", paramLabel = "pre|post",
+                description = "With --contexts target: the target hidden that feeds the drafter, before or after the "
+                        + "final norm (default: post).")
+        String tap;
+
+        ContextSource source() {
+            return Usage.lookup(mixee, () -> ContextSource.of(contexts, tap));
         }
     }
 

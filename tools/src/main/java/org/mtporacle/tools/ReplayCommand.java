@@ -2,16 +2,19 @@ package org.mtporacle.tools;
 
 import org.mtporacle.api.DraftModel;
 import org.mtporacle.api.MtpBackend;
+import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
 import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.BackendSelection;
 import org.mtporacle.conformance.FixtureRecipe;
 import org.mtporacle.conformance.lockstep.ChainOutcome;
 import org.mtporacle.conformance.lockstep.Lockstep;
+import org.mtporacle.conformance.lockstep.TargetTaps;
 import org.mtporacle.conformance.trace.ChainTrace;
 import org.mtporacle.conformance.trace.TraceFiles;
 import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
+import org.mtporacle.reference.target.ReferenceTarget;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Parameters;
@@ -35,7 +38,7 @@ final class ReplayCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         if (!java.nio.file.Files.isRegularFile(trace)) {
-            throw org.mtporacle.api.MtpException.invalidArgument("trace " + trace + ": no such file");
+            throw MtpException.invalidArgument("trace " + trace + ": no such file");
         }
         ChainTrace t = TraceFiles.read(trace);
         MtpBackend b;
@@ -46,17 +49,27 @@ final class ReplayCommand implements Callable<Integer> {
             BackendSelection.requireAvailable(b);
         }
         Map<String, String> options = backend.options.isEmpty() ? t.backendOptions() : backend.options;
-        MtpModel model = FixtureRecipe.named(t.fixture()).load(FixtureRecipe.defaultCache());
+        FixtureRecipe fx = FixtureRecipe.named(t.fixture());
+        MtpModel model = fx.load(FixtureRecipe.defaultCache());
         if (!t.modelIdentity().isEmpty() && !t.modelIdentity().equals(model.identity())) {
             System.err.println("warning: fixture " + t.fixture() + " now has identity " + model.identity()
                     + ", the trace was recorded on " + t.modelIdentity());
         }
+        if (t.contexts().tap() != null && !fx.hasTarget()) {
+            throw MtpException.malformedFile("trace " + trace + ": contexts 'target', but fixture " + fx.name()
+                    + " has no target");
+        }
         Tolerance tol = t.tolerance();
-        System.out.printf("replaying %s: %d actions (shrunk from %d), backend %s %s, fixture %s, tolerance %s%n",
-                trace, t.actions().size(), t.originalLength(), b.name(), options, t.fixture(), tol.describe());
+        System.out.printf("replaying %s: %d actions (shrunk from %d), backend %s %s, fixture %s, tolerance %s%n"
+                        + "contexts: %s%n", trace, t.actions().size(), t.originalLength(), b.name(), options,
+                t.fixture(), tol.describe(), t.contexts().describe());
         try (ReferenceDraftModel oracle = ReferenceBackend.load(model, ReferenceBackend.configuredMode(), 1);
+             ReferenceTarget target = t.contexts().tap() == null ? null
+                     : TargetTaps.reference(fx.loadTarget(FixtureRecipe.defaultCache()),
+                     ReferenceBackend.configuredMode(), 1);
              DraftModel subject = b.load(model, options)) {
-            ChainOutcome out = new Lockstep(oracle, subject, tol).run(t.seed(), t.actions());
+            ChainOutcome out = new Lockstep(oracle, subject, tol, target == null ? null
+                    : new TargetTaps(target, t.contexts().tap())).run(t.seed(), t.actions());
             for (int i = 0; i < t.actions().size(); i++) {
                 String mark = i < out.executed() - (out.passed() ? 0 : 1) ? "ok  " : i == out.executed() - 1
                         && !out.passed() ? "FAIL" : "    ";

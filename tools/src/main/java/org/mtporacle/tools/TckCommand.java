@@ -16,7 +16,9 @@ import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.MtpBackends;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.conformance.BackendSelection;
+import org.mtporacle.conformance.Conform;
 import org.mtporacle.conformance.FixtureRecipe;
+import org.mtporacle.conformance.chain.ContextSource;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -61,9 +63,9 @@ final class TckCommand implements Callable<Integer> {
                     + "(default: ${DEFAULT-VALUE}).")
     int prefillSplit;
 
-    @Option(names = "--fixture", paramLabel = "NAME", defaultValue = "tiny",
-            description = "The unquantized fixture the rules run on, e.g. tiny-moe or small (default: ${DEFAULT-VALUE}; "
-                    + "`mtp fixture --list`).")
+    @Option(names = "--fixture", paramLabel = "NAME",
+            description = "The unquantized fixture the rules run on, e.g. tiny-moe or small (default: tiny; "
+                    + "tiny-target with --contexts target; `mtp fixture --list`).")
     String fixture;
 
     @Option(names = "--quantized-fixture", paramLabel = "NAME",
@@ -78,6 +80,9 @@ final class TckCommand implements Callable<Integer> {
     @Option(names = "--json", description = "Print report.json to standard output instead of the rule lines.")
     boolean json;
 
+    @picocli.CommandLine.Mixin
+    Mixins.Contexts contexts;
+
     /** One rule's outcome. */
     record Rule(String rule, String title, String status, String message, double seconds) {
     }
@@ -86,22 +91,29 @@ final class TckCommand implements Callable<Integer> {
     public Integer call() {
         Mixins.Usage.require(spec, chains >= 1, "--chains " + chains + ": must be ≥ 1");
         Mixins.Usage.require(spec, prefillSplit >= 2, "--prefill-split " + prefillSplit + ": must be ≥ 2");
-        FixtureRecipe dense = Mixins.Usage.lookup(spec, () -> FixtureRecipe.named(fixture));
+        ContextSource source = contexts.source();
+        String denseName = fixture != null ? fixture : source.tap() == null ? "tiny" : "tiny-target";
+        FixtureRecipe dense = Mixins.Usage.lookup(spec, () -> FixtureRecipe.named(denseName));
         Mixins.Usage.require(spec, dense.bits() == 0,
-                "--fixture " + fixture + ": is " + dense.bits() + "-bit quantized; name an unquantized fixture "
+                "--fixture " + denseName + ": is " + dense.bits() + "-bit quantized; name an unquantized fixture "
                         + "(the quantized one goes to --quantized-fixture)");
         FixtureRecipe quantized = Mixins.Usage.lookup(spec, () -> FixtureRecipe.named(quantizedFixture != null
-                ? quantizedFixture : quantizedSibling(fixture)));
+                ? quantizedFixture : quantizedSibling(denseName, source)));
         Mixins.Usage.require(spec, quantized.bits() != 0,
                 "--quantized-fixture " + quantized.name() + ": is not quantized (name one with affine weights)");
+        Mixins.Usage.lookup(spec, () -> {
+            Conform.checkContexts(List.of(dense, quantized), source);
+            return null;
+        });
         MtpBackend b = Mixins.Usage.lookup(spec, this::resolve);
         BackendProfile p = Mixins.Usage.lookup(spec, () -> profile(b));
         BackendSelection.requireAvailable(b); // asked for by name: unavailable is exit 3, not a run of skips
-        TckSubject.configure(b, p, chains, prefillSplit, dense, quantized);
+        TckSubject.configure(b, p, chains, prefillSplit, dense, quantized, source);
         if (!json) {
             System.out.println("mtp tck: " + b.name() + " (profile " + p.label() + ", options " + p.options()
                     + ", tolerance " + p.tolerance().describe() + "; fixtures " + dense.name() + " and "
                     + quantized.name() + ")");
+            System.out.println("contexts of the lockstep rules: " + source.describe());
         }
         Map<String, Rule> rules = new LinkedHashMap<>();
         Map<String, Long> started = new LinkedHashMap<>();
@@ -177,6 +189,7 @@ final class TckCommand implements Callable<Integer> {
         doc.put("tolerance", p.tolerance());
         doc.put("fixture", dense.name());
         doc.put("quantizedFixture", quantized.name());
+        doc.put("contexts", source.describe());
         doc.put("chainsPerRule", chains);
         doc.put("seconds", seconds);
         doc.put("passed", passed);
@@ -191,7 +204,8 @@ final class TckCommand implements Callable<Integer> {
             jsonText = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(doc);
             Files.createDirectories(report);
             Files.writeString(report.resolve("report.json"), jsonText + "\n");
-            Files.writeString(report.resolve("report.html"), html(b, p, dense.name() + " and " + quantized.name(), all, passed, failed, skipped));
+            Files.writeString(report.resolve("report.html"), html(b, p, dense.name() + " and " + quantized.name()
+                    + "; contexts of the lockstep rules: " + source.describe(), all, passed, failed, skipped));
         } catch (IOException e) {
             throw new UncheckedIOException("tck: cannot write the report under " + report, e);
         }
@@ -208,12 +222,15 @@ final class TckCommand implements Callable<Integer> {
         return failed == 0 ? MtpCommand.EXIT_OK : MtpCommand.EXIT_FAILED;
     }
 
-    /** {@code small → small-q4} where that recipe exists, else {@code tiny-q4}. */
-    static String quantizedSibling(String fixture) {
+    /**
+     * {@code small → small-q4} where that recipe exists, else {@code tiny-q4} ({@code tiny-target-q4} for target
+     * contexts, which need a fixture with a target).
+     */
+    static String quantizedSibling(String fixture, ContextSource contexts) {
         String sibling = fixture + "-q4";
         boolean known = java.util.stream.Stream.concat(FixtureRecipe.BUNDLED.stream(), FixtureRecipe.EXTRA.stream())
                 .anyMatch(r -> r.name().equals(sibling));
-        return known ? sibling : "tiny-q4";
+        return known ? sibling : contexts.tap() == null ? "tiny-q4" : "tiny-target-q4";
     }
 
     private MtpBackend resolve() {

@@ -4,6 +4,7 @@ import org.mtporacle.api.BackendProfile;
 import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.FixtureRecipe;
+import org.mtporacle.conformance.chain.ContextSource;
 import org.mtporacle.conformance.tck.BackendVerification;
 import org.mtporacle.wire.ExecBackend;
 
@@ -22,15 +23,23 @@ class TckSubject extends BackendVerification {
     private static int prefillSplit;
     private static FixtureRecipe dense;
     private static FixtureRecipe quantized;
+    private static ContextSource contexts;
 
     static synchronized void configure(MtpBackend b, BackendProfile p, int lockstepChains, int prefillSplitLength,
-                                       FixtureRecipe denseFixture, FixtureRecipe quantizedFixture) {
+                                       FixtureRecipe denseFixture, FixtureRecipe quantizedFixture,
+                                       ContextSource contextSource) {
         backend = b;
         profile = p;
         chains = lockstepChains;
         prefillSplit = prefillSplitLength;
         dense = denseFixture;
         quantized = quantizedFixture;
+        contexts = contextSource;
+    }
+
+    @Override
+    protected ContextSource contexts() {
+        return contexts;
     }
 
     @Override

@@ -49,8 +49,8 @@ class TckCommandTest {
         assertThat(json.get("fixture").asText()).isEqualTo("tiny-moe");
         assertThat(json.get("quantizedFixture").asText()).isEqualTo("tiny-moe-q4");
         assertThat(json.get("failed").asInt()).isZero();
-        assertThat(TckCommand.quantizedSibling("small")).isEqualTo("small-q4");
-        assertThat(TckCommand.quantizedSibling("tiny-f32")).isEqualTo("tiny-q4");
+        assertThat(TckCommand.quantizedSibling("small", org.mtporacle.conformance.chain.ContextSource.SYNTHETIC)).isEqualTo("small-q4");
+        assertThat(TckCommand.quantizedSibling("tiny-f32", org.mtporacle.conformance.chain.ContextSource.SYNTHETIC)).isEqualTo("tiny-q4");
     }
 
     @Test

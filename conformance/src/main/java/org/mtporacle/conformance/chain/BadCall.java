@@ -121,18 +121,18 @@ public enum BadCall {
             (g, x) -> g.filterRows(new int[] {0, 0})),
     FILTER_DURING_ROUND("§9.2", ILLEGAL_STATE, GroupShape::roundOpen, (g, x) -> g.filterRows(new int[0])),
 
-    PREFILL_NULL_TOKENS("§11.1", INVALID_ARGUMENT, BadCall::canPrefill,
+    PREFILL_NULL_TOKENS("§11.1", INVALID_ARGUMENT, GroupShape::canPrefill,
             (g, x) -> g.prefill(null, x.context(x.shape.rows(), 2))),
-    PREFILL_WRONG_ROW_COUNT("§11.1", INVALID_ARGUMENT, BadCall::canPrefill,
+    PREFILL_WRONG_ROW_COUNT("§11.1", INVALID_ARGUMENT, GroupShape::canPrefill,
             (g, x) -> g.prefill(x.tokens(x.shape.rows() + 1, 2), x.context(x.shape.rows() + 1, 2))),
-    PREFILL_ZERO_LENGTH("§5.4", INVALID_ARGUMENT, BadCall::canPrefill,
+    PREFILL_ZERO_LENGTH("§5.4", INVALID_ARGUMENT, GroupShape::canPrefill,
             (g, x) -> g.prefill(x.tokens(x.shape.rows(), 0), x.context(x.shape.rows(), 0))),
-    PREFILL_NEGATIVE_TOKEN("§11.1", INVALID_ARGUMENT, BadCall::canPrefill,
+    PREFILL_NEGATIVE_TOKEN("§11.1", INVALID_ARGUMENT, GroupShape::canPrefill,
             (g, x) -> g.prefill(x.filledTokens(x.shape.rows(), 2, -1), x.context(x.shape.rows(), 2))),
-    PREFILL_TOKEN_OUT_OF_VOCAB("§11.1", INVALID_ARGUMENT, BadCall::canPrefill,
+    PREFILL_TOKEN_OUT_OF_VOCAB("§11.1", INVALID_ARGUMENT, GroupShape::canPrefill,
             (g, x) -> g.prefill(x.filledTokens(x.shape.rows(), 2, x.config().vocabSize()),
                     x.context(x.shape.rows(), 2))),
-    PREFILL_I64_TOKEN_WRAPS_TO_VALID_INT("§11.1", INVALID_ARGUMENT, BadCall::canPrefill, (g, x) -> {
+    PREFILL_I64_TOKEN_WRAPS_TO_VALID_INT("§11.1", INVALID_ARGUMENT, GroupShape::canPrefill, (g, x) -> {
         // 2^32 + 1 truncates to the valid id 1: a backend that narrows I64 ids to int before checking accepts it
         int b = x.shape.rows();
         long[] ids = new long[b * 2];
@@ -146,35 +146,35 @@ public enum BadCall {
         g.prefill(HostTensor.copyOf(DType.I64, new int[] {b, 2},
                 java.lang.foreign.MemorySegment.ofArray(bytes.array())), x.context(b, 2));
     }),
-    PREFILL_FLOAT_TOKENS("§11.1", INVALID_ARGUMENT, BadCall::canPrefill,
+    PREFILL_FLOAT_TOKENS("§11.1", INVALID_ARGUMENT, GroupShape::canPrefill,
             (g, x) -> g.prefill(HostTensor.ofFloats(new float[x.shape.rows() * 2], x.shape.rows(), 2),
                     x.context(x.shape.rows(), 2))),
-    PREFILL_CONTEXT_LENGTH_MISMATCH("§5.4", INVALID_ARGUMENT, BadCall::canPrefill,
+    PREFILL_CONTEXT_LENGTH_MISMATCH("§5.4", INVALID_ARGUMENT, GroupShape::canPrefill,
             (g, x) -> g.prefill(x.tokens(x.shape.rows(), 2), x.context(x.shape.rows(), 3))),
-    PREFILL_CONTEXT_WRONG_HIDDEN("§11.1", INVALID_ARGUMENT, BadCall::canPrefill, (g, x) -> {
+    PREFILL_CONTEXT_WRONG_HIDDEN("§11.1", INVALID_ARGUMENT, GroupShape::canPrefill, (g, x) -> {
         int b = x.shape.rows();
         int h = x.config().hiddenSize() + 1;
         g.prefill(x.tokens(b, 2), HostTensor.ofFloats(new float[b * 2 * h], b, 2, h));
     }),
-    PREFILL_CONTEXT_NAN("§11.1", INVALID_ARGUMENT, BadCall::canPrefill,
+    PREFILL_CONTEXT_NAN("§11.1", INVALID_ARGUMENT, GroupShape::canPrefill,
             (g, x) -> g.prefill(x.tokens(x.shape.rows(), 2), x.poisoned(x.shape.rows(), 2, Float.NaN))),
-    PREFILL_CONTEXT_INFINITE("§11.1", INVALID_ARGUMENT, BadCall::canPrefill,
+    PREFILL_CONTEXT_INFINITE("§11.1", INVALID_ARGUMENT, GroupShape::canPrefill,
             (g, x) -> g.prefill(x.tokens(x.shape.rows(), 2),
                     x.poisoned(x.shape.rows(), 2, Float.NEGATIVE_INFINITY))),
-    PREFILL_CONTEXT_HUGE_FINITE("§11.14", INVALID_ARGUMENT, BadCall::canPrefill,
+    PREFILL_CONTEXT_HUGE_FINITE("§11.14", INVALID_ARGUMENT, GroupShape::canPrefill,
             // finite, but its square overflows f32 in the block's RMSNorm
             (g, x) -> g.prefill(x.tokens(x.shape.rows(), 2), x.poisoned(x.shape.rows(), 2, -1e19f).convert(DType.BF16))),
-    PREFILL_CONTEXT_BF16_NAN("§11.1", INVALID_ARGUMENT, BadCall::canPrefill,
+    PREFILL_CONTEXT_BF16_NAN("§11.1", INVALID_ARGUMENT, GroupShape::canPrefill,
             (g, x) -> g.prefill(x.tokens(x.shape.rows(), 2),
                     x.poisoned(x.shape.rows(), 2, Float.NaN).convert(DType.BF16))),
-    PREFILL_CONTEXT_INTEGER_DTYPE("§11.1", INVALID_ARGUMENT, BadCall::canPrefill, (g, x) -> {
+    PREFILL_CONTEXT_INTEGER_DTYPE("§11.1", INVALID_ARGUMENT, GroupShape::canPrefill, (g, x) -> {
         int b = x.shape.rows();
         int h = x.config().hiddenSize();
         g.prefill(x.tokens(b, 2), HostTensor.ofInts(new int[b * 2 * h], b, 2, h));
     }),
-    PREFILL_CONTEXT_RELEASED("§11.12", INVALID_ARGUMENT, BadCall::canPrefill,
+    PREFILL_CONTEXT_RELEASED("§11.12", INVALID_ARGUMENT, GroupShape::canPrefill,
             (g, x) -> g.prefill(x.tokens(x.shape.rows(), 2), x.released(x.context(x.shape.rows(), 2)))),
-    PREFILL_TOKENS_RELEASED("§11.12", INVALID_ARGUMENT, BadCall::canPrefill,
+    PREFILL_TOKENS_RELEASED("§11.12", INVALID_ARGUMENT, GroupShape::canPrefill,
             (g, x) -> g.prefill(x.released(x.tokens(x.shape.rows(), 2)), x.context(x.shape.rows(), 2))),
     PREFILL_DURING_ROUND("§9.2", ILLEGAL_STATE, GroupShape::roundOpen,
             (g, x) -> g.prefill(x.tokens(x.shape.rows(), 1), x.context(x.shape.rows(), 1))),
@@ -319,10 +319,6 @@ public enum BadCall {
     /** Makes the call; the arguments are derived from {@code seed} and the state. */
     public void invoke(DraftRows group, MtpModel model, GroupShape shape, long seed) {
         invocation.invoke(group, new Context(model, shape, new SplittableRandom(seed)));
-    }
-
-    private static boolean canPrefill(GroupShape s) {
-        return !s.roundOpen() && s.rows() > 0;
     }
 
     /** Argument builders for the calls. */

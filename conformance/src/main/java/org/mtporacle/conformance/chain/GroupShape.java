@@ -22,6 +22,11 @@ public record GroupShape(boolean[] hasHidden, boolean roundOpen, int depth, int 
         return hasHidden[row];
     }
 
+    /** True when a prefill is valid: at least one row, no open round (spec §5.4). */
+    public boolean canPrefill() {
+        return !roundOpen && rows() > 0;
+    }
+
     /** True when every row could draft: at least one row, all with a retained hidden, no open round. */
     public boolean canDraft() {
         if (roundOpen || rows() == 0) {

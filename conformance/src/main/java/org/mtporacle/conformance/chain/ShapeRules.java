@@ -32,7 +32,7 @@ public final class ShapeRules {
                 }
                 yield new GroupShape(h, false, 0, s.poolSize());
             }
-            case Action.Prefill p -> s.roundOpen() || s.rows() == 0 || p.length() < 1 ? s
+            case Action.Prefill p -> !s.canPrefill() || p.length() < 1 ? s
                     : new GroupShape(filled(s.rows(), true), false, 0, s.poolSize());
             case Action.Draft d -> !s.canDraft() || d.depth() < 0 ? s
                     : new GroupShape(filled(s.rows(), false), true, d.depth(), s.poolSize());

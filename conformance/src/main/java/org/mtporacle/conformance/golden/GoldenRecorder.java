@@ -22,7 +22,8 @@ import java.util.Map;
  * Records a golden trace from the reference: each call runs on a reference row group and is written down with its
  * concrete inputs and the observables it produced (draft tokens with their log-probs and top-2 gaps read through a
  * {@link org.mtporacle.reference.DraftChooser}, every row's checkpoint digest after each state change, captured
- * checkpoints in full). A call the reference refuses is recorded with its error kind.
+ * checkpoints in full). A call the reference refuses is recorded with its error kind; each call says whether it
+ * succeeded, so a scenario can keep other state (a target's rows) in step with the rows.
  */
 public final class GoldenRecorder implements AutoCloseable {
     /** Checkpoints up to this many bytes are stored in full after every state change, not only as digests. */
@@ -49,7 +50,8 @@ public final class GoldenRecorder implements AutoCloseable {
         return rows.rowCount();
     }
 
-    public void append(Source... sources) {
+    /** Appends the rows {@code sources} name; true when the reference accepted the call. */
+    public boolean append(Source... sources) {
         List<RowCheckpoint> cps = new ArrayList<>();
         for (Source s : sources) {
             cps.add(s.checkpoint() == null ? null : checkpoint(s.checkpoint()));
@@ -57,24 +59,28 @@ public final class GoldenRecorder implements AutoCloseable {
         int i = steps.size();
         String err = attempt(() -> rows.append(cps));
         steps.add(new GoldenTrace.Append(List.of(sources), state(i, err)));
+        return err == null;
     }
 
-    public void filter(int... keep) {
+    public boolean filter(int... keep) {
         int i = steps.size();
         String err = attempt(() -> rows.filterRows(keep));
         steps.add(new GoldenTrace.Filter(keep.clone(), state(i, err)));
+        return err == null;
     }
 
-    public void prefill(int[][] tokens, HostTensor context) {
+    public boolean prefill(int[][] tokens, HostTensor context) {
         int i = steps.size();
         String name = "steps." + i + ".context";
         tensors.put(name, context);
         String err = attempt(() -> rows.prefill(HostTensor.ofIntRows(tokens), context));
         int[][][] experts = experts(err);
         steps.add(new GoldenTrace.Prefill(tokens, name, state(i, err).withExperts(experts)));
+        return err == null;
     }
 
-    public void draft(int[] pending, int depth, long[] stepsIn, List<RowSampler> samplers) {
+    /** Drafts; the tokens drafted, or null when the reference refused the call. */
+    public int[][] draft(int[] pending, int depth, long[] stepsIn, List<RowSampler> samplers) {
         int b = pending.length;
         int[][] tokens = new int[b][depth];
         float[][] lps = new float[b][depth];
@@ -93,18 +99,20 @@ public final class GoldenRecorder implements AutoCloseable {
         Expect e = err != null ? Expect.failure(err, rows.rowCount())
                 : new Expect(null, rows.rowCount(), tokens, lps, gaps, null, null, experts(err));
         steps.add(new GoldenTrace.Draft(pending.clone(), depth, stepsIn.clone(), samplers, e));
+        return err == null ? tokens : null;
     }
 
-    public void commit(int[] accepted, HostTensor context) {
+    public boolean commit(int[] accepted, HostTensor context) {
         int i = steps.size();
         String name = "steps." + i + ".context";
         tensors.put(name, context);
         String err = attempt(() -> rows.commit(accepted, context));
         int[][][] experts = experts(err);
         steps.add(new GoldenTrace.Commit(accepted.clone(), name, state(i, err).withExperts(experts)));
+        return err == null;
     }
 
-    public void capture(int row, String id) {
+    public boolean capture(int row, String id) {
         int i = steps.size();
         RowCheckpoint[] cp = new RowCheckpoint[1];
         String err = attempt(() -> cp[0] = rows.capture(row));
@@ -117,6 +125,7 @@ public final class GoldenRecorder implements AutoCloseable {
                     + ".checkpoint", true));
         }
         steps.add(new GoldenTrace.Capture(row, id, e));
+        return err == null;
     }
 
     public Recording finish() {

@@ -2,13 +2,16 @@ package org.mtporacle.conformance.lockstep;
 
 import org.mtporacle.api.DraftModel;
 import org.mtporacle.api.DraftRows;
+import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
 import org.mtporacle.api.RouterChoices;
 import org.mtporacle.api.RowCheckpoint;
+import org.mtporacle.api.TargetCheckpoint;
 import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.chain.Action;
 import org.mtporacle.conformance.chain.ChainData;
+import org.mtporacle.conformance.chain.ContextSource;
 import org.mtporacle.conformance.chain.GroupShape;
 import org.mtporacle.conformance.chain.ShapeRules;
 import org.mtporacle.conformance.compare.Divergence;
@@ -26,30 +29,55 @@ import java.util.List;
  * at the first divergence (DESIGN "Conformance method"): draft tokens compared tie-aware (both sides continue on the
  * subject's token), every capturable row's checkpoint compared after every state change, and errors compared by kind
  * with the state of both sides unchanged. Every comparison goes through one {@link Judge}.
+ *
+ * <p>The contexts fed to prefill and commit are the chain's seeded synthetic hiddens, or, with {@link TargetTaps},
+ * a reference target's taps of the chain's own tokens ({@link TargetMirror}, spec §13.4); both sides receive the same.
  */
 public final class Lockstep {
     private final ReferenceDraftModel oracle;
     private final DraftModel subject;
     private final Tolerance tolerance;
     private final MtpModel model;
+    private final TargetTaps taps;
 
+    /** A run on synthetic contexts. */
     public Lockstep(ReferenceDraftModel oracle, DraftModel subject, Tolerance tolerance) {
+        this(oracle, subject, tolerance, null);
+    }
+
+    /**
+     * A run whose contexts are {@code taps}' (null: synthetic).
+     *
+     * @throws org.mtporacle.api.MtpException INCOMPATIBLE_MODEL when the target's taps do not fit the drafter
+     */
+    public Lockstep(ReferenceDraftModel oracle, DraftModel subject, Tolerance tolerance, TargetTaps taps) {
         this.oracle = oracle;
         this.subject = subject;
         this.tolerance = tolerance;
         this.model = oracle.model();
+        this.taps = taps;
+        if (taps != null) {
+            taps.checkFits(model);
+        }
     }
 
     public Tolerance tolerance() {
         return tolerance;
     }
 
+    /** Where this run's contexts come from. */
+    public ContextSource contexts() {
+        return taps == null ? ContextSource.SYNTHETIC : taps.source();
+    }
+
     /** Runs {@code chain}; {@code seed} is only recorded in the outcome. */
     public ChainOutcome run(long seed, List<Action> chain) {
         Run r = new Run();
-        try (ReferenceDraftRows o = oracle.openReferenceRows(List.of()); DraftRows s = subject.openRows(List.of())) {
+        try (ReferenceDraftRows o = oracle.openReferenceRows(List.of()); DraftRows s = subject.openRows(List.of());
+             TargetMirror t = taps == null ? null : new TargetMirror(taps)) {
             r.oracle = o;
             r.subject = s;
+            r.target = t;
             for (int i = 0; i < chain.size(); i++) {
                 r.index = i;
                 r.step(chain.get(i));
@@ -65,8 +93,10 @@ public final class Lockstep {
     private final class Run {
         ReferenceDraftRows oracle;
         DraftRows subject;
+        TargetMirror target; // null with synthetic contexts
         GroupShape shape = GroupShape.empty();
         final List<RowCheckpoint[]> pool = new ArrayList<>(); // {oracle's, subject's}
+        final List<TargetCheckpoint> targetPool = new ArrayList<>(); // the target state captured with pool[i]
         final Judge judge = new Judge(tolerance, model.config().vocabSize(), "the reference");
         Divergence divergence;
         int index;
@@ -85,18 +115,10 @@ public final class Lockstep {
             GroupShape before = shape;
             boolean ok = switch (action) {
                 case Action.Append a -> append(a);
-                case Action.Filter f -> both(g -> g.filterRows(ChainData.keep(f.seed(), before.rows(), f.keepAll())));
-                case Action.Prefill p -> {
-                    ChainData.PrefillArgs args = ChainData.prefill(p.seed(), before.rows(), p.length(),
-                            model.config().vocabSize(), model.config().hiddenSize());
-                    yield both(g -> g.prefill(args.tokens(), args.context()));
-                }
+                case Action.Filter f -> filter(f, before);
+                case Action.Prefill p -> prefill(p, before);
                 case Action.Draft d -> draft(d);
-                case Action.Commit c -> {
-                    ChainData.CommitArgs args = ChainData.commit(c.seed(), c.acceptance(), before.rows(),
-                            before.depth(), model.config().hiddenSize());
-                    yield both(g -> g.commit(args.accepted(), args.context()));
-                }
+                case Action.Commit c -> commit(c, before);
                 case Action.Capture c -> capture(c);
                 case Action.Bad b -> bad(b);
             };
@@ -216,13 +238,61 @@ public final class Lockstep {
             List<RowCheckpoint> sBefore = captureAll(subject);
             RuntimeException oe = attempt(() -> oracle.append(o));
             RuntimeException se = attempt(() -> subject.append(s));
-            return compareOutcome(oe, se, oBefore, sBefore);
+            boolean ok = compareOutcome(oe, se, oBefore, sBefore);
+            if (ok && target != null) {
+                List<TargetCheckpoint> t = new ArrayList<>();
+                for (int slot : a.slots()) {
+                    t.add(slot < 0 || pool.isEmpty() ? null : targetPool.get(slot % pool.size()));
+                }
+                target.append(t);
+            }
+            return ok;
+        }
+
+        boolean filter(Action.Filter f, GroupShape before) {
+            int[] keep = ChainData.keep(f.seed(), before.rows(), f.keepAll());
+            boolean ok = both(g -> g.filterRows(keep));
+            if (ok && target != null) {
+                target.filterRows(keep);
+            }
+            return ok;
+        }
+
+        /**
+         * A prefill of seeded tokens; with target contexts, the target prefills the same tokens first when the shape
+         * says the call is valid (its taps are the context), and the seeded hiddens stand in when it is not.
+         */
+        boolean prefill(Action.Prefill p, GroupShape before) {
+            ChainData.PrefillArgs args = ChainData.prefill(p.seed(), before.rows(), p.length(),
+                    model.config().vocabSize(), model.config().hiddenSize());
+            boolean mirrored = target != null && before.canPrefill();
+            HostTensor context = mirrored ? target.prefill(args.tokens()) : args.context();
+            boolean ok = both(g -> g.prefill(args.tokens(), context));
+            if (mirrored && !ok && divergence == null) {
+                throw new IllegalStateException("target contexts: both sides refused a prefill that the group's "
+                        + "shape allows, at action " + index + "; the target already consumed its tokens");
+            }
+            return ok;
+        }
+
+        /** A commit of seeded accepted counts; with target contexts, the open round's verify taps are the context. */
+        boolean commit(Action.Commit c, GroupShape before) {
+            ChainData.CommitArgs args = ChainData.commit(c.seed(), c.acceptance(), before.rows(), before.depth(),
+                    model.config().hiddenSize());
+            HostTensor verified = target == null ? null : target.roundContext();
+            HostTensor context = verified != null ? verified : args.context();
+            boolean ok = both(g -> g.commit(args.accepted(), context));
+            if (ok && verified != null) {
+                target.commit(args.accepted());
+            }
+            return ok;
         }
 
         boolean draft(Action.Draft d) {
             int b = shape.rows();
             ChainData.DraftArgs args = ChainData.draft(d.seed(), b, model.config().vocabSize(), d.stochastic());
             int[][][] theirs = new int[1][][];
+            int[][][] drafted = new int[1][][];
             List<RowCheckpoint> oBefore = captureAll(oracle);
             List<RowCheckpoint> sBefore = captureAll(subject);
             RuntimeException se = attempt(() -> theirs[0] = subject.draft(args.pending(), d.depth(), args.steps(),
@@ -233,7 +303,8 @@ public final class Lockstep {
             if (se == null) {
                 armRouter();
             }
-            RuntimeException oe = attempt(() -> oracle.draft(args.pending(), d.depth(), args.steps(), args.sampling(),
+            RuntimeException oe = attempt(() -> drafted[0] = oracle.draft(args.pending(), d.depth(), args.steps(),
+                    args.sampling(),
                     (row, pos, lp, off, ours) -> {
                         if (se != null) {
                             return ours;
@@ -248,7 +319,11 @@ public final class Lockstep {
             if (divergence != null) {
                 return false;
             }
-            return compareOutcome(oe, se, oBefore, sBefore);
+            boolean ok = compareOutcome(oe, se, oBefore, sBefore);
+            if (ok && target != null) {
+                target.verify(args.pending(), drafted[0]); // the reference side's drafts: the backend's at near-ties
+            }
+            return ok;
         }
 
         boolean wellFormed(int[][] t, int b, int depth) {
@@ -269,6 +344,9 @@ public final class Lockstep {
             }
             diverge(judge.checkpoint(row, "row " + row, pair[0], pair[1]));
             pool.add(pair);
+            if (target != null) {
+                targetPool.add(target.capture(row));
+            }
             return true;
         }
 

@@ -157,9 +157,9 @@ public final class ReportFiles {
     /**
      * Merges the shard reports of one campaign: entries with the same profile and fixture add their chains and
      * failures; stats take sums and maxima. Refused (INVALID_ARGUMENT, naming the reports) when the reports come from
-     * different campaigns (seed, chains, shard count, chain length, backends or fixtures asked for), when a shard
-     * is given twice, or, unless {@code allowPartial}, when a shard of the campaign is missing; a partial merge lists
-     * the missing shards in the report.
+     * different campaigns (seed, chains, shard count, chain length, backends or fixtures asked for, contexts), when a
+     * shard is given twice, or, unless {@code allowPartial}, when a shard of the campaign is missing; a partial merge
+     * lists the missing shards in the report.
      */
     public static ConformReport merge(List<Part> parts, boolean allowPartial) {
         if (parts.isEmpty()) {
@@ -233,6 +233,9 @@ public final class ReportFiles {
         }
         if (!x.fixtures().equals(y.fixtures())) {
             return "fixtures " + y.fixtures() + " vs " + x.fixtures();
+        }
+        if (!a.contexts().equals(b.contexts())) {
+            return "contexts " + UntrustedText.quote(b.contexts()) + " vs " + UntrustedText.quote(a.contexts());
         }
         return null;
     }

@@ -35,7 +35,7 @@ public final class TextReport {
     public static String header(ConformReport r) {
         return String.format(Locale.ROOT, "mtp conform: seed %d, %d chains per entry%s; contexts: %s%n",
                 r.seed(), r.chains(), l(shardsText(r)), l(r.contexts()))
-                + String.format(Locale.ROOT, "%-22s %-10s %-9s %-11s %9s %8s %10s %10s  %s%n", "backend", "fixture",
+                + String.format(Locale.ROOT, "%-22s %-18s %-9s %-11s %9s %8s %10s %10s  %s%n", "backend", "fixture",
                 "tolerance", "status", "chains", "ch/s", "max kv", "near-ties", "numerics");
     }
 
@@ -44,7 +44,7 @@ public final class TextReport {
         if (e.status() == ConformReport.Status.UNAVAILABLE) {
             return "";
         }
-        return String.format(Locale.ROOT, "%-22s %-10s %-9s %-11s %4d/%-4d %8.1f %10.2e %10d  %s%n",
+        return String.format(Locale.ROOT, "%-22s %-18s %-9s %-11s %4d/%-4d %8.1f %10.2e %10d  %s%n",
                 l(e.profile()), l(e.fixture()), l(e.tolerance().name()), e.status().name().toLowerCase(Locale.ROOT), e.passed(),
                 e.chainsRun(), e.seconds() == 0 ? 0 : e.chainsRun() / e.seconds(), e.stats().maxKvNmse(),
                 e.stats().nearTies(), l(e.numerics()))

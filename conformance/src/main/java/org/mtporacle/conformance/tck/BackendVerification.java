@@ -11,7 +11,9 @@ import org.mtporacle.api.BackendProfile;
 import org.mtporacle.api.DraftModel;
 import org.mtporacle.api.DraftRows;
 import org.mtporacle.api.DraftSampling;
+import org.mtporacle.api.HiddenTap;
 import org.mtporacle.api.HostTensor;
+import org.mtporacle.api.LoadedTarget;
 import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
@@ -23,13 +25,16 @@ import org.mtporacle.conformance.chain.Action;
 import org.mtporacle.conformance.chain.BadCall;
 import org.mtporacle.conformance.chain.ChainData;
 import org.mtporacle.conformance.chain.ChainGenerator;
+import org.mtporacle.conformance.chain.ContextSource;
 import org.mtporacle.conformance.chain.GroupShape;
 import org.mtporacle.conformance.compare.Divergence;
 import org.mtporacle.conformance.compare.Judge;
 import org.mtporacle.conformance.lockstep.ChainOutcome;
 import org.mtporacle.conformance.lockstep.Lockstep;
+import org.mtporacle.conformance.lockstep.TargetTaps;
 import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
+import org.mtporacle.reference.target.SpeculativeDecoding;
 import org.mtporacle.reference.targetmodel.ReferenceTarget;
 import org.mtporacle.reference.targetmodel.SpeculativeLoop;
 
@@ -100,6 +105,17 @@ public abstract class BackendVerification implements BackendRules {
         return true;
     }
 
+    /**
+     * Where the lockstep checks' prefill and commit contexts come from: seeded synthetic hiddens by default. Return
+     * {@code new ContextSource.Target(tap)} to feed them the taps of the fixture's reference target on the chain's own
+     * tokens (spec §13.4); {@link #denseFixture()} (and {@link #quantizedFixture()} when quantized weights are
+     * supported) must then have a target, e.g. {@code tiny-target} and {@code tiny-target-q4}. The §10.1.10 check then
+     * runs the speculative loop on that hybrid target; the checks of the backend on its own keep seeded hiddens.
+     */
+    protected ContextSource contexts() {
+        return ContextSource.SYNTHETIC;
+    }
+
     /** How many random chains the lockstep checks run per fixture. */
     protected int lockstepChains() {
         return 40;
@@ -125,6 +141,7 @@ public abstract class BackendVerification implements BackendRules {
 
     private MtpBackend backend;
     private final Map<String, MtpModel> models = new HashMap<>();
+    private final Map<String, TargetTaps> targets = new HashMap<>();
     private final List<AutoCloseable> open = new ArrayList<>();
 
     @BeforeAll
@@ -141,6 +158,17 @@ public abstract class BackendVerification implements BackendRules {
                     + " declares for these options, " + declared().describe() + "; the hook may only tighten it");
         }
         System.out.println("[tck] " + backend.name() + " " + backendOptions() + " held to " + t.describe());
+        ContextSource c = contexts();
+        if (c.tap() != null) {
+            for (String f : supportsQuantizedWeights() ? List.of(denseFixture(), quantizedFixture())
+                    : List.of(denseFixture())) {
+                if (!FixtureRecipe.named(f).hasTarget()) {
+                    fail("contexts() asks for target contexts, but fixture " + f + " has no target (override "
+                            + "denseFixture / quantizedFixture with one of " + FixtureRecipe.withTarget() + ")");
+                }
+            }
+        }
+        System.out.println("[tck] contexts of the lockstep checks: " + c.describe());
     }
 
     @AfterAll
@@ -166,8 +194,22 @@ public abstract class BackendVerification implements BackendRules {
         return d;
     }
 
+    /** The fixture's reference target and the tap of {@link #contexts()}, or null for synthetic contexts. */
+    private TargetTaps taps(String fixture) {
+        HiddenTap tap = contexts().tap();
+        if (tap == null) {
+            return null;
+        }
+        return targets.computeIfAbsent(fixture, f -> {
+            var t = TargetTaps.reference(FixtureRecipe.named(f).loadTarget(fixtureCache()), // the hybrid target
+                    ReferenceBackend.configuredMode(), 1);
+            open.add(t);
+            return new TargetTaps(t, tap);
+        });
+    }
+
     private void lockstep(String fixture, String what, List<Action> chain) {
-        ChainOutcome out = new Lockstep(oracle(fixture), subject(fixture), tolerance()).run(0, chain);
+        ChainOutcome out = new Lockstep(oracle(fixture), subject(fixture), tolerance(), taps(fixture)).run(0, chain);
         if (!out.passed()) {
             fail(what + ": " + out.divergence().message() + " at action " + out.divergence().actionIndex() + " ("
                     + chain.get(out.divergence().actionIndex()).describe() + ") of " + describe(chain));
@@ -179,7 +221,7 @@ public abstract class BackendVerification implements BackendRules {
         Campaign.Settings s = new Campaign.Settings(fixture, backend.name(), backendOptions(), tolerance(),
                 lockstepChains(), 20261130, 0, 1, new ChainGenerator.Limits(l.maxActions(), l.maxRows(),
                 l.maxDepth(), l.maxPrefill(), l.badRate(), stochasticRate), null, 300);
-        Campaign.Result r = Campaign.run(s, oracle(fixture), subject(fixture), (d, t, p) -> { });
+        Campaign.Result r = Campaign.run(s, oracle(fixture), subject(fixture), taps(fixture), (d, t, p) -> { });
         if (!r.ok()) {
             Campaign.Failure f = r.failures().getFirst();
             fail(r.failures().size() + " of " + r.chainsRun() + " chains diverged; first (chain seed "
@@ -251,6 +293,10 @@ public abstract class BackendVerification implements BackendRules {
     @DisplayName("§10.1.10 speculative output equals the target's own stream, either tap")
     @Override
     public void required_s10_1_10_outputIndependence() {
+        if (taps(denseFixture()) != null) {
+            outputIndependenceOnTheHybridTarget(taps(denseFixture()).target());
+            return;
+        }
         MtpModel m = model(denseFixture());
         DraftModel drafter = subject(denseFixture());
         try (ReferenceDraftModel targetKernels = ReferenceBackend.load(m, ReferenceBackend.configuredMode(), 1)) {
@@ -266,6 +312,31 @@ public abstract class BackendVerification implements BackendRules {
                 for (int i = 0; i < reqs.size(); i++) {
                     assertThat(r.outputs().get(i)).as("%s tap, request %d", tap, i)
                             .containsExactly(SpeculativeLoop.plainDecode(target, reqs.get(i)));
+                }
+            }
+        }
+    }
+
+    /**
+     * §10.1.10 on the fixture's hybrid target (spec §13.4): the speculative loop with the backend as the drafter, for
+     * both taps and both drafter KV policies, joins, a zero-draft round and a restore, emits plain decoding's tokens.
+     */
+    private void outputIndependenceOnTheHybridTarget(LoadedTarget target) {
+        DraftModel drafter = subject(denseFixture());
+        org.mtporacle.api.RowSampler seeded = supportsSeededSampling()
+                ? org.mtporacle.api.RowSampler.of(0.8, 20, 0.9, 5) : org.mtporacle.api.RowSampler.GREEDY;
+        List<SpeculativeDecoding.Request> reqs = List.of(
+                new SpeculativeDecoding.Request(new int[] {1, 2, 3}, org.mtporacle.api.RowSampler.GREEDY, 9, 0),
+                new SpeculativeDecoding.Request(new int[] {4}, org.mtporacle.api.RowSampler.GREEDY, 5, 1),
+                new SpeculativeDecoding.Request(new int[] {5, 6}, seeded, 7, 2));
+        for (HiddenTap tap : HiddenTap.values()) {
+            for (SpeculativeDecoding.KvPolicy policy : SpeculativeDecoding.KvPolicy.values()) {
+                SpeculativeDecoding.Options o = new SpeculativeDecoding.Options(tap, policy,
+                        round -> round == 1 ? 0 : 3, round -> round == 2);
+                SpeculativeDecoding.Result r = new SpeculativeDecoding(target, drafter, o).run(reqs, null);
+                for (int i = 0; i < reqs.size(); i++) {
+                    assertThat(r.outputs().get(i)).as("%s tap, %s, request %d", tap.label(), policy.label(), i)
+                            .containsExactly(SpeculativeDecoding.plain(target, reqs.get(i)));
                 }
             }
         }

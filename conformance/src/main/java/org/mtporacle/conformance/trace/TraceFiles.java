@@ -5,12 +5,14 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.mtporacle.api.HiddenTap;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.RowContract;
 import org.mtporacle.api.Tolerance;
 import org.mtporacle.api.UntrustedText;
 import org.mtporacle.conformance.chain.Action;
 import org.mtporacle.conformance.chain.BadCall;
+import org.mtporacle.conformance.chain.ContextSource;
 import org.mtporacle.conformance.chain.GroupShape;
 import org.mtporacle.conformance.chain.ShapeRules;
 import org.mtporacle.conformance.compare.Divergence;
@@ -52,6 +54,8 @@ public final class TraceFiles {
         root.put("tolerance", t.tolerance().name());
         root.putObject("thresholds").put("tokenGap", t.tolerance().tokenGap())
                 .put("kvNmse", t.tolerance().kvNmse()).put("hiddenNmse", t.tolerance().hiddenNmse());
+        root.put("contexts", t.contexts().label());
+        root.put("tap", t.contexts().tap() == null ? null : t.contexts().tap().label());
         root.put("seed", t.seed());
         root.put("originalLength", t.originalLength());
         ArrayNode actions = root.putArray("actions");
@@ -80,10 +84,12 @@ public final class TraceFiles {
         String where = "trace " + UntrustedText.path(file);
         JsonNode root = StrictJson.read(file, MAX_BYTES, "trace");
         String format = StrictJson.text(root, "format", where);
-        if (!ChainTrace.FORMAT.equals(format)) {
+        if (!ChainTrace.FORMAT.equals(format) && !ChainTrace.FORMAT_1.equals(format)) {
             throw MtpException.malformedFile(where + ": format " + UntrustedText.quote(format) + ", expected '"
-                    + ChainTrace.FORMAT + "'");
+                    + ChainTrace.FORMAT + "' (or '" + ChainTrace.FORMAT_1 + "')");
         }
+        ContextSource contexts = ChainTrace.FORMAT_1.equals(format) ? ContextSource.SYNTHETIC
+                : contexts(root, where);
         JsonNode arr = StrictJson.array(root, "actions", MAX_ACTIONS, where);
         List<Action> actions = new ArrayList<>();
         for (int i = 0; i < arr.size(); i++) {
@@ -122,8 +128,32 @@ public final class TraceFiles {
                 ? StrictJson.integer(root, "originalLength", 0, Integer.MAX_VALUE, where) : actions.size();
         String identity = StrictJson.optText(root, "modelIdentity", where);
         return new ChainTrace(format, StrictJson.text(root, "fixture", where), identity == null ? "" : identity,
-                StrictJson.text(root, "backend", where), options, tolerance(root, where),
+                StrictJson.text(root, "backend", where), options, tolerance(root, where), contexts,
                 StrictJson.longValue(root, "seed", where), actions, div, originalLength);
+    }
+
+    /** {@code contexts} ({@code synthetic} or {@code target}) and {@code tap} ({@code pre}, {@code post} or null). */
+    private static ContextSource contexts(JsonNode root, String where) {
+        String label = StrictJson.text(root, "contexts", where);
+        String tap = StrictJson.optText(root, "tap", where);
+        return switch (label) {
+            case "synthetic" -> {
+                if (tap != null) {
+                    throw MtpException.malformedFile(where + ": tap " + UntrustedText.quote(tap)
+                            + " with contexts 'synthetic', expected null");
+                }
+                yield ContextSource.SYNTHETIC;
+            }
+            case "target" -> {
+                if (!"pre".equals(tap) && !"post".equals(tap)) {
+                    throw MtpException.malformedFile(where + ": tap " + (tap == null ? "missing"
+                            : UntrustedText.quote(tap)) + " with contexts 'target', expected pre or post");
+                }
+                yield new ContextSource.Target(HiddenTap.of(tap));
+            }
+            default -> throw MtpException.malformedFile(where + ": contexts " + UntrustedText.quote(label)
+                    + ", expected synthetic or target");
+        };
     }
 
     /**

@@ -27,7 +27,7 @@ class TraceLimitsTest {
 
     private static String trace(String actions) {
         return "{\"format\":\"" + ChainTrace.FORMAT + "\",\"fixture\":\"tiny\",\"backend\":\"reference\","
-                + "\"tolerance\":\"f32\",\"seed\":1,\"actions\":[" + actions + "]}";
+                + "\"tolerance\":\"f32\",\"contexts\":\"synthetic\",\"seed\":1,\"actions\":[" + actions + "]}";
     }
 
     private void assertRefused(String json, String... message) throws IOException {
