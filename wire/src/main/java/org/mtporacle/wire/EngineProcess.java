@@ -4,12 +4,12 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.MtpException;
+import org.mtporacle.api.UntrustedText;
 
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
+import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -31,6 +31,14 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 final class EngineProcess implements AutoCloseable {
     private static final int STDERR_LINES = 20;
+    /** The most bytes of one stderr line kept (the rest is counted, not kept): 20 lines hold at most 80 KiB. */
+    static final int STDERR_LINE_BYTES = 4096;
+    /** The most characters of stderr lines a failure message quotes. */
+    private static final int STDERR_MESSAGE_CHARS = 2000;
+    /** How often a call waiting for a reply looks whether the engine is still alive. */
+    private static final long POLL_NANOS = 100_000_000L;
+    /** The most processes below the engine remembered for killing with it. */
+    private static final int MAX_DESCENDANTS = 1024;
     private static final ScheduledExecutorService WATCHDOG = Executors.newSingleThreadScheduledExecutor(r -> {
         Thread t = new Thread(r, "mtp-wire-watchdog");
         t.setDaemon(true);
@@ -45,6 +53,7 @@ final class EngineProcess implements AutoCloseable {
     private final ArrayDeque<String> stderrTail = new ArrayDeque<>();
     private final Thread stdoutReader;
     private final Thread stderrReader;
+    private final java.util.Set<ProcessHandle> descendants = new java.util.LinkedHashSet<>();
     private long nextId = 1;
     private String failure;
     private int openGroups;
@@ -60,9 +69,8 @@ final class EngineProcess implements AutoCloseable {
         this.stdin = new BufferedOutputStream(process.getOutputStream(), 1 << 16);
         boolean forward = "1".equals(System.getenv("MTP_WIRE_LOG"));
         this.stderrReader = Thread.ofPlatform().daemon().name("mtp-wire-stderr").start(() -> {
-            try (BufferedReader r = new BufferedReader(new InputStreamReader(process.getErrorStream(),
-                    StandardCharsets.UTF_8))) {
-                for (String line; (line = r.readLine()) != null; ) {
+            try (InputStream err = new BufferedInputStream(process.getErrorStream(), 1 << 16)) {
+                for (String line; (line = boundedLine(err)) != null; ) {
                     synchronized (stderrTail) {
                         if (stderrTail.size() == STDERR_LINES) {
                             stderrTail.removeFirst();
@@ -70,7 +78,7 @@ final class EngineProcess implements AutoCloseable {
                         stderrTail.addLast(line);
                     }
                     if (forward) {
-                        System.err.println("[engine] " + line);
+                        System.err.println("[engine] " + UntrustedText.line(line));
                     }
                 }
             } catch (IOException ignored) {
@@ -84,8 +92,8 @@ final class EngineProcess implements AutoCloseable {
                     replies.put(f);
                 }
                 replies.put(new Ended(null));
-            } catch (IOException e) {
-                putQuietly(new Ended(e));
+            } catch (IOException | RuntimeException e) {
+                putQuietly(new Ended(e)); // whatever stops the reader ends the wait at once, never a timeout
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
@@ -155,7 +163,7 @@ final class EngineProcess implements AutoCloseable {
         AtomicBoolean timedOut = new AtomicBoolean();
         ScheduledFuture<?> dog = WATCHDOG.schedule(() -> {
             timedOut.set(true);
-            process.destroyForcibly();
+            killTree();
         }, timeout.toNanos(), TimeUnit.NANOSECONDS);
         Object got;
         try {
@@ -164,7 +172,7 @@ final class EngineProcess implements AutoCloseable {
             } catch (IOException e) {
                 // the engine stopped reading (it exited or was killed); what it said on the way out decides below
             }
-            got = replies.poll(timeout.toNanos() + 50_000_000L, TimeUnit.NANOSECONDS);
+            got = awaitReply(System.nanoTime() + timeout.toNanos() + 50_000_000L, timedOut);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw fail(op, "interrupted while waiting for the reply");
@@ -186,8 +194,9 @@ final class EngineProcess implements AutoCloseable {
         WireFrame reply = (WireFrame) got;
         ObjectNode h = reply.header();
         JsonNode rid = h.get("id");
-        if (rid == null || !rid.isIntegralNumber() || rid.asLong() != id) {
-            throw fail(op, "reply id " + rid + ", expected " + id + " (WIRE.md §3)");
+        if (rid == null || !rid.isIntegralNumber() || !rid.canConvertToLong() || rid.asLong() != id) {
+            throw fail(op, "reply id " + UntrustedText.clip(String.valueOf(rid)) + ", expected " + id
+                    + " (WIRE.md §3)");
         }
         JsonNode ok = h.get("ok");
         if (ok == null || !ok.isBoolean()) {
@@ -201,6 +210,74 @@ final class EngineProcess implements AutoCloseable {
             throw fail(op, "reply result is " + result + ", expected an object (WIRE.md §3)");
         }
         return reply;
+    }
+
+    /**
+     * The next reply, polled in short slices: the engine's descendants are remembered while it lives, and an engine
+     * that exited is reported at once, even when a process it started still holds its stdout open.
+     */
+    private Object awaitReply(long deadline, AtomicBoolean timedOut) throws InterruptedException {
+        while (true) {
+            Object got = replies.poll(POLL_NANOS, TimeUnit.NANOSECONDS);
+            if (got != null || timedOut.get()) {
+                return got;
+            }
+            if (!process.isAlive()) {
+                got = replies.poll(POLL_NANOS, TimeUnit.NANOSECONDS); // a last reply may still be in the pipe
+                return got != null ? got : new Ended(null);
+            }
+            rememberDescendants();
+            if (System.nanoTime() - deadline > 0) {
+                return null;
+            }
+        }
+    }
+
+    private void rememberDescendants() {
+        synchronized (descendants) {
+            process.descendants().limit(MAX_DESCENDANTS).forEach(h -> {
+                if (descendants.size() < MAX_DESCENDANTS) {
+                    descendants.add(h);
+                }
+            });
+        }
+    }
+
+    /** Kills the engine and every process it started that is still known (a handle checks its start time). */
+    private void killTree() {
+        if (process.isAlive()) {
+            rememberDescendants();
+        }
+        synchronized (descendants) {
+            descendants.forEach(ProcessHandle::destroyForcibly);
+        }
+        process.destroyForcibly();
+    }
+
+    /**
+     * One line of {@code in} without its end, at most {@link #STDERR_LINE_BYTES} bytes of it kept (the cut said), or
+     * null at the end of the stream.
+     */
+    static String boundedLine(InputStream in) throws IOException {
+        java.io.ByteArrayOutputStream kept = new java.io.ByteArrayOutputStream(128);
+        long dropped = 0;
+        int b = in.read();
+        if (b < 0) {
+            return null;
+        }
+        while (b >= 0 && b != '\n') {
+            if (kept.size() < STDERR_LINE_BYTES) {
+                kept.write(b);
+            } else {
+                dropped++;
+            }
+            b = in.read();
+        }
+        String line = kept.toString(StandardCharsets.UTF_8);
+        if (line.endsWith("\r")) {
+            line = line.substring(0, line.length() - 1);
+        }
+        return dropped == 0 ? line : line + "… (line cut, " + dropped + " more bytes)";
     }
 
     private MtpException engineError(String op, JsonNode error) {
@@ -234,7 +311,7 @@ final class EngineProcess implements AutoCloseable {
         if (failure == null) {
             failure = op + ": " + what;
         }
-        process.destroyForcibly();
+        killTree();
         return new MtpException(MtpException.Kind.BACKEND_FAILURE, message);
     }
 
@@ -257,8 +334,23 @@ final class EngineProcess implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         synchronized (stderrTail) {
-            return stderrTail.isEmpty() ? "; the engine wrote nothing on stderr"
-                    : "; last stderr lines: " + String.join(" | ", stderrTail);
+            if (stderrTail.isEmpty()) {
+                return "; the engine wrote nothing on stderr";
+            }
+            // each line clipped, the newest first to be kept, so the message stays far inside its own bound
+            ArrayDeque<String> shown = new ArrayDeque<>();
+            int chars = 0;
+            for (var it = stderrTail.descendingIterator(); it.hasNext(); ) {
+                String l = UntrustedText.clip(it.next());
+                if (chars + l.length() > STDERR_MESSAGE_CHARS) {
+                    break;
+                }
+                shown.addFirst(l);
+                chars += l.length() + 3;
+            }
+            int left = stderrTail.size() - shown.size();
+            return "; last stderr lines: " + (left == 0 ? "" : "(" + left + " earlier left out) ")
+                    + String.join(" | ", shown);
         }
     }
 
@@ -304,11 +396,14 @@ final class EngineProcess implements AutoCloseable {
         }
         try {
             if (!process.waitFor(2, TimeUnit.SECONDS)) {
-                process.destroyForcibly();
+                killTree();
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            process.destroyForcibly();
+            killTree();
+        }
+        synchronized (descendants) {
+            descendants.forEach(ProcessHandle::destroyForcibly); // what the engine left behind ends with it
         }
         if (failure == null) {
             failure = "closed";

@@ -33,6 +33,10 @@ public record WireFrame(ObjectNode header, List<HostTensor> tensors) {
 
     /** The longest header line accepted (WIRE.md §2). */
     public static final int MAX_HEADER_BYTES = 16 << 20;
+    /** The most payload bytes one tensor of a frame may carry (WIRE.md §2), checked before it is read. */
+    public static final long MAX_TENSOR_BYTES = 1L << 30;
+    /** The most payload bytes all tensors of one frame may carry together (WIRE.md §2), checked before any is read. */
+    public static final long MAX_FRAME_PAYLOAD_BYTES = 1L << 30;
 
     static final ObjectMapper JSON = new ObjectMapper()
             .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
@@ -78,8 +82,19 @@ public record WireFrame(ObjectNode header, List<HostTensor> tensors) {
             if (!list.isArray()) {
                 throw new FramingException("header field tensors is " + list.getNodeType() + ", expected an array");
             }
+            List<Descriptor> described = new ArrayList<>();
+            long total = 0;
             for (int i = 0; i < list.size(); i++) {
-                tensors.add(readTensor(in, list.get(i), i));
+                Descriptor d = describe(list.get(i), i);
+                total += d.nbytes(); // each at most 2^30, at most 2^24 of them (the header bound): no overflow
+                if (total > MAX_FRAME_PAYLOAD_BYTES) {
+                    throw new FramingException("the frame's tensors[0.." + i + "] carry " + total + " bytes, past "
+                            + "the bound of " + MAX_FRAME_PAYLOAD_BYTES + " bytes a frame may carry (WIRE.md §2)");
+                }
+                described.add(d);
+            }
+            for (Descriptor d : described) {
+                tensors.add(readPayload(in, d));
             }
         }
         return new WireFrame(header, tensors);
@@ -140,46 +155,66 @@ public record WireFrame(ObjectNode header, List<HostTensor> tensors) {
         return tensors.get(i.asInt());
     }
 
-    private static HostTensor readTensor(InputStream in, JsonNode d, int index) throws IOException {
+    private record Descriptor(String where, DType dtype, int[] shape, long nbytes) {
+    }
+
+    private static Descriptor describe(JsonNode d, int index) throws FramingException {
         String where = "tensors[" + index + "]";
         JsonNode dt = d.get("dtype");
         DType dtype = dt == null || !dt.isTextual() ? null : DType.fromSafetensorsName(dt.asText());
         if (dtype == null) {
-            throw new FramingException(where + ".dtype = " + dt + ", expected one of F64 F32 F16 BF16 I64 I32 I16 "
-                    + "I8 U32 U16 U8 BOOL");
+            throw new FramingException(where + ".dtype = " + clip(dt) + ", expected one of F64 F32 F16 BF16 I64 I32 "
+                    + "I16 I8 U32 U16 U8 BOOL");
         }
         JsonNode sh = d.get("shape");
         if (sh == null || !sh.isArray() || sh.size() > 16) {
-            throw new FramingException(where + ".shape = " + sh + ", expected an array of at most 16 dims");
+            throw new FramingException(where + ".shape = " + clip(sh) + ", expected an array of at most 16 dims");
         }
         int[] shape = new int[sh.size()];
         long count = 1;
         for (int i = 0; i < shape.length; i++) {
             JsonNode v = sh.get(i);
             if (!v.canConvertToInt() || !v.isIntegralNumber() || v.asInt() < 0) {
-                throw new FramingException(where + ".shape[" + i + "] = " + v + ", expected an int ≥ 0");
+                throw new FramingException(where + ".shape[" + i + "] = " + clip(v) + ", expected an int ≥ 0");
             }
             shape[i] = v.asInt();
             count = Math.multiplyHigh(count, shape[i]) != 0 ? -1 : count * shape[i];
             if (count < 0 || count > Integer.MAX_VALUE) {
-                throw new FramingException(where + ".shape " + sh + " has more than 2^31 elements");
+                throw new FramingException(where + ".shape " + clip(sh) + " has more than 2^31 elements");
             }
         }
         long expected = count * dtype.byteSize();
         JsonNode nb = d.get("nbytes");
-        if (nb == null || !nb.isIntegralNumber() || nb.asLong() != expected) {
-            throw new FramingException(where + ".nbytes = " + nb + ", expected " + expected + " for " + dtype + " "
-                    + sh);
+        if (nb == null || !nb.isIntegralNumber() || !nb.canConvertToLong() || nb.asLong() != expected) {
+            throw new FramingException(where + ".nbytes = " + clip(nb) + ", expected " + expected + " for " + dtype
+                    + " " + clip(sh));
         }
-        if (expected > Integer.MAX_VALUE - 8) {
-            throw new FramingException(where + " has " + expected + " bytes, more than one frame may carry");
+        if (expected > MAX_TENSOR_BYTES) {
+            throw new FramingException(where + " carries " + expected + " bytes, past the bound of "
+                    + MAX_TENSOR_BYTES + " bytes a tensor may carry (WIRE.md §2)");
         }
-        byte[] bytes = in.readNBytes((int) expected);
-        if (bytes.length != expected) {
-            throw new FramingException(where + ": the stream ended after " + bytes.length + " of " + expected
+        return new Descriptor(where, dtype, shape, expected);
+    }
+
+    private static HostTensor readPayload(InputStream in, Descriptor d) throws IOException {
+        byte[] bytes;
+        try {
+            bytes = new byte[(int) d.nbytes()]; // one allocation of the checked size, never a grown copy
+        } catch (OutOfMemoryError e) {
+            throw new FramingException(d.where() + ": no heap for its " + d.nbytes() + " bytes (within the bound of "
+                    + "WIRE.md §2, but not within -Xmx here)");
+        }
+        int n = in.readNBytes(bytes, 0, bytes.length);
+        if (n != bytes.length) {
+            throw new FramingException(d.where() + ": the stream ended after " + n + " of " + bytes.length
                     + " payload bytes");
         }
-        return HostTensor.view(dtype, shape, MemorySegment.ofArray(bytes));
+        return HostTensor.view(d.dtype(), d.shape(), MemorySegment.ofArray(bytes));
+    }
+
+    /** A header value for a message: escaped and cut ({@link org.mtporacle.api.UntrustedText#clip}). */
+    private static String clip(JsonNode v) {
+        return org.mtporacle.api.UntrustedText.clip(String.valueOf(v));
     }
 
     private static byte[] readLine(InputStream in) throws IOException {
