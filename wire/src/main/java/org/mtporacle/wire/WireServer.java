@@ -109,7 +109,14 @@ public final class WireServer {
             case "ping", "shutdown" -> {
             }
             case "load" -> {
-                Path dir = Path.of(WireValues.text(a, "directory", "load"));
+                String named = WireValues.text(a, "directory", "load");
+                Path dir;
+                try {
+                    dir = Path.of(named);
+                } catch (java.nio.file.InvalidPathException e) {
+                    throw MtpException.invalidArgument("load: directory " + org.mtporacle.api.UntrustedText.quote(named)
+                            + " is not a path on this system (" + e.getReason() + ")");
+                }
                 MtpModel m = loader.apply(dir);
                 JsonNode identity = a.get("identity");
                 if (identity != null && identity.isTextual() && !identity.asText().equals(m.identity())) {
