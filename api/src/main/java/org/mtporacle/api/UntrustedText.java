@@ -4,7 +4,7 @@ import java.nio.file.Path;
 
 /**
  * Text from a file, a peer or a native library, made safe to print: {@link #line} escapes every control character
- * (C0, DEL, C1, and the Unicode line and paragraph separators) so that a message stays one line and cannot print a
+ * (C0, DEL, C1, the Unicode line and paragraph separators, bidirectional overrides and isolates, lone surrogates) so that a message stays one line and cannot print a
  * fake stack frame or a fake "passed" line; {@link #clip} and {@link #quote} also bound its length; {@link #html}
  * escapes it for HTML text and attribute values. Every {@link MtpException} message goes through {@link #line}.
  */
@@ -24,6 +24,11 @@ public final class UntrustedText {
         for (int i = 0; i < s.length(); i++) {
             char c = s.charAt(i);
             String esc = escape(c);
+            if (esc == null && Character.isSurrogate(c)) {
+                boolean paired = Character.isHighSurrogate(c) ? i + 1 < s.length()
+                        && Character.isLowSurrogate(s.charAt(i + 1)) : i > 0 && Character.isHighSurrogate(s.charAt(i - 1));
+                esc = paired ? null : String.format("\\u%04x", (int) c); // a lone surrogate prints as nothing
+            }
             if (esc != null && sb == null) {
                 sb = new StringBuilder(s.length() + 16).append(s, 0, i);
             }

@@ -39,7 +39,13 @@ public final class DocumentFiles {
     /** {@link #sibling} for a name resolved in {@code dir} itself. */
     public static Path inFolder(Path dir, String name, long maxBytes, String where) {
         checkName(name, where);
-        Path f = dir.resolve(name);
+        Path f;
+        try {
+            f = dir.resolve(name);
+        } catch (java.nio.file.InvalidPathException e) {
+            throw MtpException.malformedFile(where + " = " + UntrustedText.quote(name) + " is not a file name on this "
+                    + "system (" + e.getReason() + "; a non-ASCII name needs a UTF-8 locale, e.g. LANG=C.UTF-8)");
+        }
         BasicFileAttributes a;
         try {
             a = Files.readAttributes(f, BasicFileAttributes.class);
@@ -96,7 +102,7 @@ public final class DocumentFiles {
         } else if (name.indexOf('/') >= 0 || name.indexOf('\\') >= 0 || name.indexOf(':') >= 0) {
             why = "holds a path separator";
         } else if (!UntrustedText.line(name).equals(name) || name.indexOf('\0') >= 0) {
-            why = "holds a control character";
+            why = "holds a control character or a lone surrogate";
         }
         if (why != null) {
             throw MtpException.malformedFile(where + " = " + UntrustedText.quote(name) + " " + why
