@@ -100,11 +100,15 @@ public final class UntrustedText {
         return line(String.valueOf(p));
     }
 
-    /** {@code s} escaped for HTML text and quoted attribute values. */
+    /**
+     * {@code s} escaped for HTML text and quoted attribute values: {@link #line} first, so control characters and
+     * bidirectional overrides show as {@code \\uXXXX} instead of reordering or hiding the page's text, then markup.
+     */
     public static String html(String s) {
         if (s == null) {
             return "";
         }
+        s = line(s);
         StringBuilder sb = new StringBuilder(s.length() + 16);
         for (int i = 0; i < s.length(); i++) {
             char c = s.charAt(i);
@@ -118,5 +122,13 @@ public final class UntrustedText {
             }
         }
         return sb.toString();
+    }
+
+    /** {@link #html} of each line of {@code s}, joined by {@code \n}: for a {@code <pre>} block of several lines. */
+    public static String htmlLines(String s) {
+        if (s == null) {
+            return "";
+        }
+        return String.join("\n", s.lines().map(UntrustedText::html).toList());
     }
 }

@@ -291,12 +291,12 @@ final class TckCommand implements Callable<Integer> {
             sb.append("<tr><td><code>").append(esc(r.rule())).append("</code></td><td>").append(esc(r.title()))
                     .append("</td><td class=\"").append(r.status()).append("\">").append(r.status())
                     .append("</td><td>").append(String.format(Locale.ROOT, "%.1f", r.seconds())).append("</td><td><pre>")
-                    .append(esc(r.message())).append("</pre></td></tr>");
+                    .append(org.mtporacle.api.UntrustedText.htmlLines(r.message())).append("</pre></td></tr>");
         }
         return sb.append("</table>\n").toString();
     }
 
     private static String esc(String s) {
-        return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\"", "&quot;");
+        return org.mtporacle.api.UntrustedText.html(s);
     }
 }

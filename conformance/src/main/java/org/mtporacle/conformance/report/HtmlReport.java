@@ -230,9 +230,11 @@ public final class HtmlReport {
                 h.append("</table>");
             }
             if (f.trace() != null) {
-                h.append("<p>Trace: <a href=\"").append(esc(link(f.trace(), dir))).append("\">")
-                        .append(esc(Path.of(f.trace()).getFileName().toString())).append("</a> · replay: ")
-                        .append("<code>mtp replay ").append(esc(f.trace())).append("</code></p>");
+                String href = link(f.trace(), dir);
+                String name = fileName(f.trace());
+                h.append("<p>Trace: ").append(href == null ? "<code>" + esc(name) + "</code> (not a file under the "
+                                + "report folder, so not linked)" : "<a href=\"" + esc(href) + "\">" + esc(name) + "</a>")
+                        .append(" · replay: <code>mtp replay ").append(esc(f.trace())).append("</code></p>");
             }
             h.append("</section>");
         }
@@ -244,17 +246,48 @@ public final class HtmlReport {
         }
     }
 
-    /** A trace path as a link from {@code dir} (the report folder), with forward slashes. */
+    /**
+     * A trace path as a relative link from {@code dir} (the report folder; without one, from where the command ran),
+     * or null when it is not a relative path to a file under it: an absolute path, {@code ..}, a URL, a name the
+     * file system cannot hold. Each segment is percent-encoded, so no link can carry a scheme ({@code javascript:}).
+     */
     static String link(String trace, Path dir) {
-        Path t = Path.of(trace);
-        if (dir != null) {
-            try {
-                t = dir.toAbsolutePath().normalize().relativize(t.toAbsolutePath().normalize());
-            } catch (IllegalArgumentException e) {
-                // another root: keep it as written
-            }
+        Path t;
+        try {
+            t = Path.of(trace);
+        } catch (java.nio.file.InvalidPathException e) {
+            return null;
         }
-        return t.toString().replace('\\', '/');
+        if (dir != null) {
+            Path base = dir.toAbsolutePath().normalize();
+            Path abs = t.toAbsolutePath().normalize();
+            if (!abs.startsWith(base) || abs.equals(base)) {
+                return null;
+            }
+            t = base.relativize(abs);
+        } else if (t.isAbsolute() || t.getRoot() != null) {
+            return null;
+        }
+        List<String> segments = new java.util.ArrayList<>();
+        for (Path seg : t.normalize()) {
+            String s = seg.toString();
+            if (s.isEmpty() || s.equals(".") || s.equals("..")) {
+                return null;
+            }
+            segments.add(java.net.URLEncoder.encode(s, java.nio.charset.StandardCharsets.UTF_8).replace("+", "%20")
+                    .replace("%28", "(").replace("%29", ")"));
+        }
+        return segments.isEmpty() ? null : String.join("/", segments);
+    }
+
+    /** The last segment of a trace path as written (no JDK path: the text may not be one here). */
+    private static String fileName(String trace) {
+        String s = trace;
+        while (s.length() > 1 && (s.endsWith("/") || s.endsWith("\\"))) {
+            s = s.substring(0, s.length() - 1);
+        }
+        int cut = Math.max(s.lastIndexOf('/'), s.lastIndexOf('\\'));
+        return cut >= 0 && cut < s.length() - 1 ? s.substring(cut + 1) : s;
     }
 
     private static String verdictWord(ConformReport r) {

@@ -70,4 +70,43 @@ class ReportRenderingTest {
         assertThat(merged.shards()).containsExactly("1/2", "2/2");
         assertThat(merged.ok()).isFalse();
     }
+
+    private static ConformReport withTraces(List<String> traces, String message) {
+        List<ConformReport.FailureRecord> f = new java.util.ArrayList<>();
+        for (String t : traces) {
+            f.add(new ConformReport.FailureRecord(1, 2, List.of("append [-1]"), 0, "DRAFT_TOKEN", message,
+                    Map.of("engine", message), t));
+        }
+        ConformReport.Stats s = new ConformReport.Stats(1, 0, 0, 0, 0, 0, 0);
+        return new ConformReport("t", "now", 1, 2, List.of("1/1"), "synthetic", List.of(new ConformReport.Entry(
+                "x", "x", Map.of(), "tiny", "", "", Tolerance.F32, message, ConformReport.Status.FAILED, "", 2, 1, 1,
+                s, f)));
+    }
+
+    @Test
+    void onlyARelativePathToAFileUnderTheReportFolderBecomesALink() {
+        Path folder = dir.resolve("merged");
+        String inside = folder.resolve("traces/ok.json").toString();
+        List<String> hostile = List.of(folder.resolve("javascript:alert(1)").toString(), "javascript:alert(2)", "/",
+                "a\u0000b", folder.resolve("../outside.json").toString(), "https://example.com/x.json", inside);
+        for (int i = 0; i < hostile.size(); i++) { // one failure each: the page shows the first few in full
+            ConformReport r = withTraces(List.of(hostile.get(i)), "m");
+            for (String html : List.of(HtmlReport.render(r, folder), HtmlReport.render(r))) {
+                assertThat(html).as(hostile.get(i)).doesNotContain("href=\"javascript:")
+                        .doesNotContain("href=\"/").doesNotContain("href=\"https:").doesNotContain("href=\"../")
+                        .doesNotContain("\u0000").contains("Trace: ");
+            }
+        }
+        assertThat(HtmlReport.render(withTraces(List.of(hostile.get(0)), "m"), folder))
+                .contains("href=\"javascript%3Aalert(1)\""); // a file under the folder, its name encoded: relative
+        assertThat(HtmlReport.render(withTraces(List.of(inside), "m"), folder)).contains("href=\"traces/ok.json\"");
+    }
+
+    @Test
+    void controlAndBidiCharactersFromEngineValuesAreShownEscapedInHtml() {
+        String hostile = "ok\u202Edeliaf\u0007\u001b[2J\u2066x";
+        String html = HtmlReport.render(withTraces(List.of(), hostile));
+        assertThat(html).doesNotContain("\u202E").doesNotContain("\u0007").doesNotContain("\u001b")
+                .doesNotContain("\u2066").contains("ok\\u202edeliaf\\u0007\\u001b[2J\\u2066x");
+    }
 }
