@@ -9,7 +9,7 @@
 # MTP (default ./mtp) is how to start the kit; DEVICES (default "cuda cpu"), DTYPES (default "float32 bfloat16"),
 # CHAINS (default 100) narrow the run. Every step runs even when an earlier one fails; the summary at the end lists
 # each step's exit status (0 pass, 1 a check failed, 3 unavailable or bad input), and OUT_DIR keeps the reports and
-# the shrunk traces of any divergence (replay one with: $MTP replay OUT_DIR/conform-…/traces/chain-….json).
+# the shrunk traces of any divergence (replay one with: $MTP replay OUT_DIR/conform-…/traces/chain-….json --backend exec:'…').
 set -u
 MTP=${MTP:-./mtp}
 OUT=${1:-mtp-reports/transformers}

@@ -16,7 +16,11 @@ import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
 import org.mtporacle.reference.target.ReferenceTarget;
 import picocli.CommandLine.Command;
+import org.mtporacle.api.UntrustedText;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 import picocli.CommandLine.Parameters;
 
 import java.nio.file.Path;
@@ -26,14 +30,22 @@ import java.util.concurrent.Callable;
 /** {@code mtp replay TRACE}: re-runs a chain trace exactly, in lockstep with the reference. */
 @Command(name = "replay", mixinStandardHelpOptions = true,
         description = {"Re-run a chain trace written by `mtp conform` exactly, without the generator.",
-                "Exit 0 when the chain now passes, 1 when it still diverges. --option replaces the trace's backend "
-                        + "options."})
+                "Exit 0 when the chain now passes, 1 when it still diverges. The backend comes from the command line "
+                        + "(--backend NAME), never from the trace, unless --trace-backend says to run the trace's "
+                        + "(printed first). --option replaces the trace's backend options."})
 final class ReplayCommand implements Callable<Integer> {
     @Parameters(paramLabel = "TRACE", description = "A chain trace (JSON).")
     Path trace;
 
     @Mixin
     Mixins.Backend backend;
+
+    @Option(names = "--trace-backend", description = "Run the backend the trace names (an exec: engine starts its "
+            + "command); the name is printed before anything runs. Only for a trace you trust.")
+    boolean traceBackend;
+
+    @Spec
+    CommandSpec spec;
 
     @Override
     public Integer call() {
@@ -44,16 +56,24 @@ final class ReplayCommand implements Callable<Integer> {
         MtpBackend b;
         if (backend.given()) {
             b = backend.resolve(null);
-        } else {
-            b = BackendSelection.byName(t.backend()); // the trace's own: an unknown name is bad input (exit 3)
+        } else if (traceBackend) {
+            System.out.println("replay: running the trace's backend " + UntrustedText.quote(t.backend())
+                    + " (--trace-backend)");
+            System.out.flush();
+            b = BackendSelection.byName(t.backend()); // an unknown name is bad input (exit 3)
             BackendSelection.requireAvailable(b);
+        } else {
+            // a trace is a file from anyone (a bug report's attachment): it never chooses what runs
+            throw Mixins.Usage.error(spec, "replay: the trace names backend " + UntrustedText.quote(t.backend())
+                    + ", but a trace never chooses what runs — name it with --backend NAME, or pass --trace-backend "
+                    + "to run the trace's own (for a trace you trust)");
         }
         Map<String, String> options = backend.options.isEmpty() ? t.backendOptions() : backend.options;
         FixtureRecipe fx = FixtureRecipe.named(t.fixture());
         MtpModel model = fx.load(FixtureRecipe.defaultCache());
         if (!t.modelIdentity().isEmpty() && !t.modelIdentity().equals(model.identity())) {
-            System.err.println("warning: fixture " + t.fixture() + " now has identity " + model.identity()
-                    + ", the trace was recorded on " + t.modelIdentity());
+            System.err.println("warning: fixture " + UntrustedText.clip(t.fixture()) + " now has identity "
+                    + model.identity() + ", the trace was recorded on " + UntrustedText.digestPrefix(t.modelIdentity()));
         }
         if (t.contexts().tap() != null && !fx.hasTarget()) {
             throw MtpException.malformedFile("trace " + trace + ": contexts 'target', but fixture " + fx.name()
@@ -61,8 +81,9 @@ final class ReplayCommand implements Callable<Integer> {
         }
         Tolerance tol = t.tolerance();
         System.out.printf("replaying %s: %d actions (shrunk from %d), backend %s %s, fixture %s, tolerance %s%n"
-                        + "contexts: %s%n", trace, t.actions().size(), t.originalLength(), b.name(), options,
-                t.fixture(), tol.describe(), t.contexts().describe());
+                        + "contexts: %s%n", UntrustedText.path(trace), t.actions().size(), t.originalLength(),
+                UntrustedText.clip(b.name()), UntrustedText.clip(options.toString()), UntrustedText.clip(t.fixture()),
+                UntrustedText.clip(tol.describe()), UntrustedText.clip(t.contexts().describe()));
         try (ReferenceDraftModel oracle = ReferenceBackend.load(model, ReferenceBackend.configuredMode(), 1);
              ReferenceTarget target = t.contexts().tap() == null ? null
                      : TargetTaps.reference(fx.loadTarget(FixtureRecipe.defaultCache()),
@@ -80,8 +101,9 @@ final class ReplayCommand implements Callable<Integer> {
                 return MtpCommand.EXIT_OK;
             }
             System.out.println("diverged at action " + out.divergence().actionIndex() + " ("
-                    + out.divergence().kind() + "): " + out.divergence().message());
-            out.divergence().details().forEach((k, v) -> System.out.println("    " + k + " = " + v));
+                    + out.divergence().kind() + "): " + UntrustedText.line(out.divergence().message()));
+            out.divergence().details().forEach((k, v) -> System.out.println("    " + UntrustedText.line(k) + " = "
+                    + UntrustedText.clip(String.valueOf(v))));
             return MtpCommand.EXIT_FAILED;
         }
     }

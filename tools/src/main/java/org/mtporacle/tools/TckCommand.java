@@ -13,6 +13,7 @@ import org.junit.platform.launcher.core.LauncherDiscoveryRequestBuilder;
 import org.junit.platform.launcher.core.LauncherFactory;
 import org.mtporacle.api.BackendProfile;
 import org.mtporacle.api.MtpBackend;
+import org.mtporacle.api.UntrustedText;
 import org.mtporacle.api.MtpBackends;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.conformance.BackendSelection;
@@ -110,8 +111,9 @@ final class TckCommand implements Callable<Integer> {
         BackendSelection.requireAvailable(b); // asked for by name: unavailable is exit 3, not a run of skips
         TckSubject.configure(b, p, chains, prefillSplit, dense, quantized, source);
         if (!json) {
-            System.out.println("mtp tck: " + b.name() + " (profile " + p.label() + ", options " + p.options()
-                    + ", tolerance " + p.tolerance().describe() + "; fixtures " + dense.name() + " and "
+            System.out.println("mtp tck: " + UntrustedText.clip(b.name()) + " (profile " + UntrustedText.clip(p.label())
+                    + ", options " + UntrustedText.clip(p.options().toString()) + ", tolerance "
+                    + UntrustedText.clip(p.tolerance().describe()) + "; fixtures " + dense.name() + " and "
                     + quantized.name() + ")");
             System.out.println("contexts of the lockstep rules: " + source.describe());
         }
@@ -213,7 +215,7 @@ final class TckCommand implements Callable<Integer> {
             System.out.println(jsonText);
         } else {
             if (containerProblem[0] != null) {
-                System.out.println("the TCK class " + containerProblem[0]);
+                System.out.println("the TCK class " + UntrustedText.line(containerProblem[0]));
             }
             System.out.printf(Locale.ROOT, "%n%s: %d rules passed, %d failed, %d skipped (%.1f s)%nreport: %s and %s%n",
                     failed == 0 ? "OK" : "FAILED", passed, failed, skipped, seconds, report.resolve("report.json"),
@@ -271,7 +273,7 @@ final class TckCommand implements Callable<Integer> {
             default -> "skip";
         };
         String msg = r.message().isEmpty() || r.status().equals("PASSED") ? ""
-                : "\n      " + r.message().lines().findFirst().orElse("");
+                : "\n      " + UntrustedText.line(r.message().lines().findFirst().orElse(""));
         return String.format(Locale.ROOT, "  %s %-62s %s%s", mark, r.rule(), r.title(), msg);
     }
 

@@ -171,7 +171,7 @@ class CommandLineTest {
         TraceFiles.write(new ChainTrace(ChainTrace.FORMAT, "tiny", "", "reference", Map.of(), Tolerance.EXACT, 5,
                 List.of(new Action.Append(List.of(-1), false), new Action.Prefill(4, 1), new Action.Draft(3, 2, false),
                         new Action.Commit(Action.Acceptance.FULL, 3)), null, 4), trace);
-        Run r = run("replay", trace.toString());
+        Run r = run("replay", trace.toString(), "--backend", "reference");
         assertThat(r.exit()).as(r.out() + r.err()).isEqualTo(0);
         assertThat(r.out()).contains("passed").contains("draft depth=3");
         Files.writeString(trace, "{\"format\": \"mtp-oracle-chain/1\", \"actions\": 3}");

@@ -91,8 +91,9 @@ class ExitCodesTest {
                 1, a(p("failing"), "--report", p("m1")),
                 2, a(),
                 3, a(p("shard1"), "--report", p("m3")));
-        cases("mtp replay", 0, a(p("passing-trace.json")), 1, a(p("drifting-trace.json")), 2, a(),
-                3, a(p("missing.json")));
+        cases("mtp replay", 0, a(p("passing-trace.json"), "--backend", "reference"),
+                1, a(p("drifting-trace.json"), "--trace-backend"), 2, a(p("passing-trace.json")),
+                3, a(p("missing.json"), "--backend", "reference"));
         cases("mtp golden", 0, a("--help"), 2, a());
         cases("mtp golden record", 0, a("--fixture", "tiny", "--scenario", "lifecycle", "--out", p("g0"), "--quiet"),
                 2, a("--scenario", "nope"), 3, a("--fixture", "tiny", "--out", p("file/sub"), "--quiet"));

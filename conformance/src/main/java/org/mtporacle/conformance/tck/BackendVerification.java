@@ -1,6 +1,7 @@
 package org.mtporacle.conformance.tck;
 
 import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DisplayName;
@@ -19,6 +20,7 @@ import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
 import org.mtporacle.api.RowCheckpoint;
 import org.mtporacle.api.Tolerance;
+import org.mtporacle.api.UntrustedText;
 import org.mtporacle.conformance.Campaign;
 import org.mtporacle.conformance.FixtureRecipe;
 import org.mtporacle.conformance.chain.Action;
@@ -149,7 +151,7 @@ public abstract class BackendVerification implements BackendRules {
         backend = createBackend();
         Availability a = backend.availability();
         if (!a.available()) {
-            System.out.println("[tck] " + backend.name() + " skipped: " + a.reason());
+            System.out.println("[tck] " + UntrustedText.clip(backend.name()) + " skipped: " + UntrustedText.line(a.reason()));
         }
         Assumptions.assumeTrue(a.available(), () -> backend.name() + " is unavailable: " + a.reason());
         Tolerance t = tolerance();
@@ -157,7 +159,8 @@ public abstract class BackendVerification implements BackendRules {
             fail("tolerance() returns " + t.describe() + ", looser than the profile " + backend.name()
                     + " declares for these options, " + declared().describe() + "; the hook may only tighten it");
         }
-        System.out.println("[tck] " + backend.name() + " " + backendOptions() + " held to " + t.describe());
+        System.out.println("[tck] " + UntrustedText.clip(backend.name()) + " " + UntrustedText.clip(
+                backendOptions().toString()) + " held to " + UntrustedText.clip(t.describe()));
         ContextSource c = contexts();
         if (c.tap() != null) {
             for (String f : supportsQuantizedWeights() ? List.of(denseFixture(), quantizedFixture())
@@ -171,11 +174,20 @@ public abstract class BackendVerification implements BackendRules {
         System.out.println("[tck] contexts of the lockstep checks: " + c.describe());
     }
 
-    @AfterAll
-    final void closeModels() throws Exception {
-        for (AutoCloseable c : open.reversed()) {
+    /** Closes the models the rule loaded when it ends: an exec: engine is a process per model, not per rule. */
+    @AfterEach
+    final void closeRuleModels() throws Exception {
+        List<AutoCloseable> loaded = new ArrayList<>(open);
+        open.clear();
+        targets.clear(); // the target taps are among the closed: the next rule loads its own
+        for (AutoCloseable c : loaded.reversed()) {
             c.close();
         }
+    }
+
+    @AfterAll
+    final void closeModels() throws Exception {
+        closeRuleModels();
     }
 
     private MtpModel model(String fixture) {
@@ -380,7 +392,7 @@ public abstract class BackendVerification implements BackendRules {
                 }
             }
         }
-        System.out.println("[tck] " + backend.name() + ": " + checked + " of " + BadCall.values().length
+        System.out.println("[tck] " + UntrustedText.clip(backend.name()) + ": " + checked + " of " + BadCall.values().length
                 + " distinct bad calls refused with the right kind, rows unchanged");
         assertThat(checked).as("bad calls exercised (each applies in at least one state)")
                 .isEqualTo(BadCall.values().length).isGreaterThanOrEqualTo(40);
@@ -554,7 +566,7 @@ public abstract class BackendVerification implements BackendRules {
                 }
             }
         }
-        System.out.println("[tck] " + backend.name() + ": " + overlapTrials() + " overlapping prefill pairs, " + refused
+        System.out.println("[tck] " + UntrustedText.clip(backend.name()) + ": " + overlapTrials() + " overlapping prefill pairs, " + refused
                 + " calls refused, every group in a sequential state");
     }
 
