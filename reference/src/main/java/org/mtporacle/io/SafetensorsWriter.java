@@ -72,10 +72,36 @@ public final class SafetensorsWriter {
         return this;
     }
 
-    /** Writes the file, replacing any existing one. */
+    /**
+     * Writes the file, replacing any existing one: into a temporary file beside it, then renamed over it atomically,
+     * so a reader (a mapping of the old file, which may be this writer's own source) never sees a partial file.
+     */
     public void write(Path path) {
+        Path abs = path.toAbsolutePath();
+        Path tmp;
+        try {
+            tmp = java.nio.file.Files.createTempFile(abs.getParent(), "." + abs.getFileName() + ".", ".tmp");
+        } catch (IOException e) {
+            throw new MtpException(MtpException.Kind.MALFORMED_FILE, "safetensors write " + path + ": " + e, e);
+        }
+        try {
+            writeTo(tmp, path);
+            java.nio.file.Files.move(tmp, abs, java.nio.file.StandardCopyOption.REPLACE_EXISTING,
+                    java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException e) {
+            throw new MtpException(MtpException.Kind.MALFORMED_FILE, "safetensors write " + path + ": " + e, e);
+        } finally {
+            try {
+                java.nio.file.Files.deleteIfExists(tmp);
+            } catch (IOException ignored) {
+                // the rename took it, or the failure above is the one to report
+            }
+        }
+    }
+
+    private void writeTo(Path file, Path path) {
         byte[] header = header();
-        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
                 StandardOpenOption.TRUNCATE_EXISTING)) {
             ByteBuffer len = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, header.length);
             writeFully(ch, len);

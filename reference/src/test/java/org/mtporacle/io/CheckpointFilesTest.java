@@ -115,4 +115,19 @@ class CheckpointFilesTest {
                 () -> CheckpointFiles.read(dir.resolve("junk.safetensors")));
         assertThat(junk.kind()).isEqualTo(MtpException.Kind.MALFORMED_FILE);
     }
+
+    @Test
+    void writingOverAFileThatIsBeingReadLeavesTheReaderWithTheOldBytes() {
+        Path file = dir.resolve("row.safetensors");
+        RowCheckpoint first = new RowCheckpoint(RowCheckpoint.SCHEMA, 1, 0, "id", null, null,
+                HostTensor.ofFloats(new float[] {1, 2, 3}, 1, 1, 3));
+        CheckpointFiles.write(first, file);
+        RowCheckpoint mapped = CheckpointFiles.read(file); // a read-only mapping of the file
+        CheckpointFiles.write(new RowCheckpoint(RowCheckpoint.SCHEMA, 1, 0, "id", null, null,
+                HostTensor.ofFloats(new float[] {7, 8, 9}, 1, 1, 3)), file);
+        // a new file took the name (temp file + atomic rename): the mapping still shows the bytes it was made from
+        assertThat(mapped.contentEquals(first)).isTrue();
+        assertThat(CheckpointFiles.read(file).hidden().toFloatArray()).containsExactly(7, 8, 9);
+        assertThat(dir.toFile().list()).containsExactly("row.safetensors"); // no temp file left behind
+    }
 }

@@ -1,5 +1,6 @@
 package org.mtporacle.tools;
 
+import org.mtporacle.api.UntrustedText;
 import org.mtporacle.api.DraftModel;
 import org.mtporacle.api.DraftRows;
 import org.mtporacle.api.DraftSampling;
@@ -85,6 +86,12 @@ final class CheckpointCommand implements Callable<Integer> {
                     + " already exists (give --force to overwrite it)");
         }
         if (source.seal != null) {
+            if (Files.exists(out) && Files.exists(source.seal) && sameFile(source.seal, out)) {
+                // the input is read through a mapping of that very file: writing over it would seal what it becomes
+                throw org.mtporacle.api.MtpException.invalidArgument("checkpoint: --out " + UntrustedText.path(out)
+                        + " is the --seal input " + UntrustedText.path(source.seal) + " (or a link to it); write the "
+                        + "sealed copy to another file");
+            }
             RowCheckpoint in = CheckpointFiles.read(source.seal);
             String was = in.digest() == null ? "none" : in.digestMatches() ? "matching" : "not matching";
             RowCheckpoint sealed = in.sealed();
@@ -117,5 +124,13 @@ final class CheckpointCommand implements Callable<Integer> {
         System.out.printf("wrote %s: backend %s, P = %d, draftOffset = %d, model %s, digest %s%n", out, b.name(),
                 cp.processedTokens(), cp.draftOffset(), cp.modelIdentity(), cp.digest());
         return MtpCommand.EXIT_OK;
+    }
+
+    private static boolean sameFile(Path a, Path b) {
+        try {
+            return Files.isSameFile(a, b);
+        } catch (java.io.IOException e) {
+            return false; // one cannot be read: reading --seal says so
+        }
     }
 }

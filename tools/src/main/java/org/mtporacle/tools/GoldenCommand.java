@@ -188,9 +188,19 @@ final class GoldenCommand implements Runnable {
                     progress.finish();
                     print(f, r, tol);
                     failed += r.ok() ? 0 : 1;
-                } catch (MtpException | IllegalArgumentException e) {
+                } catch (MtpException e) {
                     progress.finish();
-                    System.out.println("BAD  " + f + ": " + e.getMessage());
+                    if (e.kind() == MtpException.Kind.BACKEND_FAILURE && b != null) {
+                        // the reference runs in process and a golden cannot make it fail so: the engine failed
+                        System.out.println("FAIL " + UntrustedText.path(f) + ": the backend failed: " + e.getMessage());
+                        failed++;
+                    } else {
+                        System.out.println("BAD  " + UntrustedText.path(f) + ": " + e.getMessage());
+                        bad++;
+                    }
+                } catch (IllegalArgumentException e) {
+                    progress.finish();
+                    System.out.println("BAD  " + UntrustedText.path(f) + ": " + UntrustedText.line(e.getMessage()));
                     bad++;
                 }
             }

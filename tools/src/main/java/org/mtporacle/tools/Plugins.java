@@ -2,6 +2,7 @@ package org.mtporacle.tools;
 
 import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.MtpException;
+import org.mtporacle.api.UntrustedText;
 
 import java.io.File;
 import java.io.IOException;
@@ -13,6 +14,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.ServiceConfigurationError;
+import java.util.ServiceLoader;
 import java.util.function.IntSupplier;
 import java.util.jar.JarFile;
 
@@ -55,6 +58,7 @@ final class Plugins {
         URL[] urls = new URL[paths.size()];
         for (int i = 0; i < urls.length; i++) {
             urls[i] = check(paths.get(i));
+            checkProviders(paths.get(i), urls[i]);
         }
         Thread t = Thread.currentThread();
         ClassLoader saved = t.getContextClassLoader();
@@ -65,6 +69,52 @@ final class Plugins {
             throw new UncheckedIOException("plugin: closing the plugin class loader failed", e);
         } finally {
             t.setContextClassLoader(saved);
+        }
+    }
+
+    /**
+     * Instantiates every backend {@code p} lists and asks its name, on a loader of its own, so a broken plug-in is
+     * refused here, naming the jar and the class, instead of failing later inside a command.
+     *
+     * @throws MtpException INVALID_ARGUMENT when a listed class is missing, cannot be instantiated, or its
+     *                      {@code name()} fails
+     */
+    private static void checkProviders(Path p, URL url) {
+        String where = "plugin: " + UntrustedText.path(p) + " (--plugin / " + ENV + ")";
+        try (URLClassLoader own = new URLClassLoader("mtp-plugin-check", new URL[] {url},
+                MtpBackend.class.getClassLoader())) {
+            var it = ServiceLoader.load(MtpBackend.class, own).stream().iterator();
+            while (true) {
+                ServiceLoader.Provider<MtpBackend> provider;
+                MtpBackend b;
+                try {
+                    if (!it.hasNext()) {
+                        return;
+                    }
+                    provider = it.next();
+                    if (provider.type().getClassLoader() != own) {
+                        continue; // one of the tool's own backends, seen through the parent
+                    }
+                    b = provider.get();
+                } catch (ServiceConfigurationError e) {
+                    // a plug-in's class is code of its own: its failure to load is bad input naming it, never a crash
+                    throw MtpException.invalidArgument(where + ": a listed backend cannot be instantiated: "
+                            + e.getMessage() + (e.getCause() == null ? "" : " (" + e.getCause() + ")"));
+                }
+                String name;
+                try {
+                    name = b.name();
+                } catch (RuntimeException e) {
+                    throw MtpException.invalidArgument(where + ": " + provider.type().getName() + ".name() threw "
+                            + e);
+                }
+                if (name == null || name.isBlank()) {
+                    throw MtpException.invalidArgument(where + ": " + provider.type().getName()
+                            + ".name() is empty");
+                }
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("plugin: closing the plugin check's class loader failed", e);
         }
     }
 

@@ -64,4 +64,20 @@ class InspectCommandTest {
         assertThat(bad.exit()).isEqualTo(MtpCommand.EXIT_ERROR);
         assertThat(bad.out()).contains("format 'something', expected a chain trace");
     }
+
+    @Test
+    void sealingInPlaceOrThroughALinkToTheInputIsRefusedAndTheFileIsUnchanged(@TempDir Path tmp) throws Exception {
+        RowCheckpoint cp = new RowCheckpoint(RowCheckpoint.SCHEMA, 1, 0, "abc", null, null,
+                HostTensor.ofFloats(new float[] {1, 2, 3}, 1, 1, 3));
+        Path f = tmp.resolve("in-place.safetensors");
+        CheckpointFiles.write(cp, f);
+        byte[] before = Files.readAllBytes(f);
+        Path link = Files.createSymbolicLink(tmp.resolve("link.safetensors"), f);
+        for (Path out : List.of(f, link)) {
+            Cli r = Cli.run("checkpoint", "--seal", f.toString(), "--out", out.toString(), "--force");
+            assertThat(r.exit()).as(r.out()).isEqualTo(MtpCommand.EXIT_ERROR);
+            assertThat(r.out()).contains("--out").contains("is the --seal input");
+            assertThat(Files.readAllBytes(f)).isEqualTo(before);
+        }
+    }
 }

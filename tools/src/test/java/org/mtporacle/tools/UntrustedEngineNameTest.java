@@ -86,4 +86,17 @@ class UntrustedEngineNameTest {
             assertThat(m.exit()).as(m.out()).isEqualTo(MtpCommand.EXIT_FAILED);
         }
     }
+
+    @Test
+    void goldenVerifyCountsAnEngineThatCrashesAsAFailureOfThatEngineNotAMalformedGolden() throws Exception {
+        Path engine = dir.resolve("crash.sh");
+        Files.writeString(engine, "read line\nprintf '%s\\n' '{\"id\":1,\"ok\":true,\"result\":{\"protocol\":"
+                + "\"mtp-oracle-wire/1\",\"engine\":{\"name\":\"toy\",\"version\":\"1\"},\"profiles\":[{\"label\":"
+                + "\"toy\",\"options\":{},\"tolerance\":{\"name\":\"f32\",\"tokenGap\":1e-4,\"kvNmse\":1e-9,"
+                + "\"hiddenNmse\":0}}],\"capabilities\":{}}}'\necho 'engine: crashing' >&2\nexit 9\n");
+        Path golden = Path.of(System.getProperty("mtp.repo.root", "..")).resolve("golden/tiny-lifecycle.json");
+        Cli r = Cli.run("golden", "verify", golden.toString(), "--backend", "exec:sh " + engine, "--quiet");
+        assertThat(r.exit()).as(r.out()).isEqualTo(MtpCommand.EXIT_FAILED);
+        assertThat(r.out()).contains("exited with status 9").contains("1 failed").doesNotContain("BAD ");
+    }
 }

@@ -58,7 +58,7 @@ class UntrustedOutputTest {
         assertThat(m.exit()).as(m.out()).isEqualTo(MtpCommand.EXIT_FAILED);
         assertNoForgedLine(m.out());
         assertThat(Files.readString(dir.resolve("merged/report.html"))).doesNotContain("<script")
-                .contains("tiny\n    at"); // inside an HTML text node a newline is only whitespace
+                .contains("tiny\\n    at"); // shown escaped, like every control character from a file
     }
 
     /** JSON string quoting for a hand-written trace. */

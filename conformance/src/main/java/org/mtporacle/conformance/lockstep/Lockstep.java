@@ -194,14 +194,22 @@ public final class Lockstep {
             if (divergence != null) {
                 return;
             }
-            if (g.rowCount() != shape.rows()) {
+            int[] n = new int[1];
+            RuntimeException e = attempt(() -> n[0] = g.rowCount());
+            if (e != null && !side.equals("reference")) {
+                diverge(judge.outcome(null, null, e));
+                return;
+            }
+            if (e != null) {
+                throw e;
+            }
+            if (n[0] != shape.rows()) {
                 if (side.equals("reference")) {
                     throw new IllegalStateException("the reference changed its row count in a failed call at action "
                             + index);
                 }
                 diverge(Judge.of(Kind.STATE_AFTER_FAILURE, -1, "a failed call changed the backend's row count from "
-                        + shape.rows() + " to " + g.rowCount(), ValueEvidence.of("rowCount", shape.rows(),
-                        g.rowCount())));
+                        + shape.rows() + " to " + n[0], ValueEvidence.of("rowCount", shape.rows(), n[0])));
                 return;
             }
             List<RowCheckpoint> after = captureAll(g);
@@ -369,7 +377,13 @@ public final class Lockstep {
         }
 
         void compareRows() {
-            diverge(judge.rowCount(oracle.rowCount(), subject.rowCount()));
+            int[] n = new int[1];
+            RuntimeException failed = attempt(() -> n[0] = subject.rowCount()); // an engine can fail here too
+            if (failed != null) {
+                diverge(judge.outcome(null, null, failed));
+                return;
+            }
+            diverge(judge.rowCount(oracle.rowCount(), n[0]));
             if (divergence != null) {
                 return;
             }
