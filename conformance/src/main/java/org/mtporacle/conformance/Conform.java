@@ -198,4 +198,24 @@ public final class Conform {
                 Math.max(0, Math.min(l.maxDepth(), c.maxDepth())), l.maxPrefill(), l.badRate(),
                 c.seededSampling() ? l.stochasticRate() : 0);
     }
+
+    /**
+     * What the backend's capabilities took out of a campaign of limits {@code l}, for the verdict; null when nothing.
+     * A reduced campaign passes on less evidence, and its verdict says so.
+     */
+    public static String coverage(String backend, ChainGenerator.Limits l, org.mtporacle.api.BackendCapabilities c) {
+        ChainGenerator.Limits w = within(l, c);
+        List<String> cut = new java.util.ArrayList<>();
+        if (w.maxDepth() < l.maxDepth()) {
+            cut.add("draft depth ≤ " + w.maxDepth() + " of " + l.maxDepth());
+        }
+        if (w.maxRows() < l.maxRows()) {
+            cut.add("rows ≤ " + w.maxRows() + " of " + l.maxRows());
+        }
+        if (w.stochasticRate() < l.stochasticRate()) {
+            cut.add("greedy drafts only (no seeded sampling)");
+        }
+        return cut.isEmpty() ? null : "coverage: " + org.mtporacle.api.UntrustedText.clip(backend)
+                + " was checked within its claimed capabilities: " + String.join(", ", cut);
+    }
 }

@@ -127,6 +127,12 @@ final class ConformCommand implements Callable<Integer> {
             System.out.println(ReportFiles.toJson(r));
         } else {
             System.out.print(TextReport.footer(r));
+            selected.stream().map(BackendSelection.Choice::backend).distinct().forEach(b -> {
+                String c = Conform.coverage(b.name(), o.limits(), b.capabilities());
+                if (c != null) {
+                    System.out.println(c);
+                }
+            });
             System.out.println("report: " + file + " and " + file.resolveSibling("report.html"));
         }
         return exitCode(r);

@@ -127,7 +127,21 @@ record Hello(String protocol, String engineName, String engineVersion, String de
         }
         return new Capabilities(seeded != null && seeded.asBoolean(false), names(n, "tapDtypes", Set.of("F32")),
                 names(n, "weightDtypes", Set.of("BF16", "F32")), quant, names(n, "layouts", Set.of("hf", "companion")),
-                count(n, "maxRows", 64), count(n, "maxDepth", 64), routed != null && routed.asBoolean(false));
+                atLeastOne(n, "maxRows"), atLeastOne(n, "maxDepth"), routed != null && routed.asBoolean(false));
+    }
+
+    /**
+     * A row or depth limit of at least 1: a claim of 0 would make every chain vacuous (no draft token compared, no
+     * row run), so an engine cannot pass conformance by claiming it.
+     */
+    private static int atLeastOne(JsonNode n, String key) throws FramingException {
+        int v = count(n, key, 64);
+        if (v < 1) {
+            throw new FramingException("hello.capabilities." + key + " = " + v + ": a claim below 1 would leave "
+                    + "nothing to compare (no " + (key.equals("maxDepth") ? "draft token" : "row") + " checked); "
+                    + "claim at least 1 (WIRE.md §4)");
+        }
+        return v;
     }
 
     private static Set<String> names(JsonNode n, String key, Set<String> fallback) throws FramingException {

@@ -196,20 +196,44 @@ public record WireFrame(ObjectNode header, List<HostTensor> tensors) {
         return new Descriptor(where, dtype, shape, expected);
     }
 
+    /** Bytes read before a tensor's buffer grows straight to its checked size. */
+    private static final int GROW_LIMIT = 64 << 20;
+
+    /**
+     * Reads one tensor's payload. The buffer grows (doubling from 1 MiB) with the bytes that actually arrive, and
+     * only after {@value #GROW_LIMIT} bytes arrived is it allocated at the claimed size: a header that claims 1 GiB
+     * and sends nothing allocates 1 MiB, and what is allocated stays within 16 × the bytes received + 64 MiB.
+     */
     private static HostTensor readPayload(InputStream in, Descriptor d) throws IOException {
-        byte[] bytes;
+        int n = (int) d.nbytes();
+        byte[] buf = allocate(d, Math.min(n, 1 << 20));
+        int got = 0;
+        while (true) {
+            int r = in.readNBytes(buf, got, buf.length - got);
+            got += r;
+            if (got == n) {
+                break;
+            }
+            if (got < buf.length) {
+                throw new FramingException(d.where() + ": the stream ended after " + got + " of " + n
+                        + " payload bytes");
+            }
+            int next = got >= GROW_LIMIT ? n : (int) Math.min(n, 2L * buf.length);
+            byte[] grown = allocate(d, next);
+            System.arraycopy(buf, 0, grown, 0, got);
+            buf = grown;
+        }
+        return HostTensor.view(d.dtype(), d.shape(), MemorySegment.ofArray(buf));
+    }
+
+    private static byte[] allocate(Descriptor d, int size) throws FramingException {
         try {
-            bytes = new byte[(int) d.nbytes()]; // one allocation of the checked size, never a grown copy
+            return new byte[size];
         } catch (OutOfMemoryError e) {
-            throw new FramingException(d.where() + ": no heap for its " + d.nbytes() + " bytes (within the bound of "
-                    + "WIRE.md §2, but not within -Xmx here)");
+            // the one allocation an engine's claim drives, within the bound of WIRE.md §2 but not within this heap
+            throw new FramingException(d.where() + ": no heap for " + size + " of its " + d.nbytes() + " bytes "
+                    + "(within the bound of WIRE.md §2, not within -Xmx here)");
         }
-        int n = in.readNBytes(bytes, 0, bytes.length);
-        if (n != bytes.length) {
-            throw new FramingException(d.where() + ": the stream ended after " + n + " of " + bytes.length
-                    + " payload bytes");
-        }
-        return HostTensor.view(d.dtype(), d.shape(), MemorySegment.ofArray(bytes));
     }
 
     /** A header value for a message: escaped and cut ({@link org.mtporacle.api.UntrustedText#clip}). */

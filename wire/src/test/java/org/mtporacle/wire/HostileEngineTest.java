@@ -83,4 +83,17 @@ class HostileEngineTest {
                 .isInstanceOf(WireFrame.FramingException.class)
                 .hasMessageContaining("frame").hasMessageContaining("bound").hasMessageContaining("WIRE.md §2");
     }
+
+    @Test
+    void anEngineClaimingDepthOrRowsZeroCannotMakeTheCampaignVacuous() throws Exception {
+        for (String claim : new String[] {"\"maxDepth\":0", "\"maxRows\":0"}) {
+            ExecBackend b = shell("read line\nprintf '%s\\n' '{\"id\":1," + HELLO.replace("\"capabilities\":{}",
+                    "\"capabilities\":{" + claim + "}") + "'\nread line\n");
+            assertThat(b.description()).as(claim).contains(claim.replace("\"", "").replace(":", " = "))
+                    .contains("nothing to compare");
+            MtpException e = (MtpException) org.assertj.core.api.Assertions.catchThrowable(() ->
+                    b.load(null, Map.of()));
+            assertThat(e.kind()).isEqualTo(MtpException.Kind.BACKEND_FAILURE);
+        }
+    }
 }

@@ -1,0 +1,58 @@
+package org.mtporacle.wire;
+
+import com.code_intelligence.jazzer.junit.FuzzTest;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.mtporacle.api.MtpModel;
+import org.mtporacle.conformance.FixtureRecipe;
+import org.mtporacle.io.fuzz.FuzzProperty;
+import org.mtporacle.reference.ReferenceBackend;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * Fuzz targets for the wire in both directions, with the property of {@link FuzzProperty} (only a clean refusal
+ * escapes; allocation within {@code max(64 × input, 8 MiB)}): {@link #replies} reads an engine's stdout as the runner
+ * does (frames, then each handshake result), {@link #requests} feeds {@code mtp serve-wire} (the reference behind it)
+ * a request stream, which must answer every request without an internal failure. A normal run replays
+ * {@code src/test/resources/org/mtporacle/wire/WireFuzzTestInputs/}.
+ */
+class WireFuzzTest {
+    private static final MtpModel TINY = FixtureRecipe.named("tiny").load(TestEngines.fixtureCache());
+
+    @FuzzTest(maxDuration = "60s")
+    void replies(byte[] input) {
+        FuzzProperty.check("replies", input.length, () -> {
+            ByteArrayInputStream in = new ByteArrayInputStream(input);
+            try {
+                for (WireFrame f; (f = WireFrame.read(in)) != null; ) {
+                    if (f.header().get("result") instanceof ObjectNode result) {
+                        Hello.parse(result);
+                    }
+                }
+            } catch (IOException e) {
+                // a framing error, a short payload or a bad handshake: the runner fails the call with it
+            }
+        });
+    }
+
+    @FuzzTest(maxDuration = "60s")
+    void requests(byte[] input) {
+        FuzzProperty.check("requests", input.length, () -> {
+            ByteArrayOutputStream log = new ByteArrayOutputStream();
+            try {
+                new WireServer(new ReferenceBackend(), p -> TINY, new PrintStream(log, true, StandardCharsets.UTF_8))
+                        .serve(new ByteArrayInputStream(input), java.io.OutputStream.nullOutputStream());
+            } catch (IOException e) {
+                // a request stream that is not frames ends the session
+            }
+            String l = log.toString(StandardCharsets.UTF_8);
+            if (l.contains("\tat ")) {
+                throw new AssertionError("serve-wire failed internally on a request: " + l.lines().limit(4).toList());
+            }
+        });
+    }
+}
