@@ -55,4 +55,29 @@ class WireFuzzTest {
             }
         });
     }
+
+    /**
+     * A backend name as a trace or a command line gives it ({@code exec:} naming and replay's lookup): splitting and
+     * looking it up refuses cleanly, and neither starts a process (an engine starts only when it is probed or loaded).
+     */
+    @FuzzTest(maxDuration = "60s")
+    void backendNames(byte[] input) {
+        String name = new String(input, StandardCharsets.UTF_8);
+        long before = ProcessHandle.current().children().count();
+        FuzzProperty.check("backendNames", input.length, () -> {
+            try {
+                CommandWords.split(name);
+            } catch (org.mtporacle.api.MtpException e) {
+                // an empty command or an unclosed quote
+            }
+            try {
+                org.mtporacle.conformance.BackendSelection.byName(name).name();
+            } catch (org.mtporacle.api.MtpException e) {
+                // no such backend, or an exec: name that does not split
+            }
+        });
+        if (ProcessHandle.current().children().count() > before) {
+            throw new AssertionError("looking up " + org.mtporacle.api.UntrustedText.quote(name) + " started a process");
+        }
+    }
 }

@@ -46,6 +46,13 @@ class ReportFuzzTest {
                 ConformReport m = ReportFiles.merge(List.of(r, other));
                 String text = TextReport.render(m);
                 HtmlReport.render(m);
+                String html = HtmlReport.render(m, file.getParent().resolve("report"));
+                for (int at = html.indexOf("href=\""); at >= 0; at = html.indexOf("href=\"", at + 1)) {
+                    String href = html.substring(at + 6, html.indexOf('"', at + 6));
+                    if (href.contains(":") || href.startsWith("/") || href.startsWith("..") || href.contains("/../")) {
+                        throw new AssertionError("report.html links outside its folder: href=\"" + href + "\"");
+                    }
+                }
                 long lines = text.lines().count();
                 long failures = m.entries().stream().mapToLong(e -> e.failures().size()).sum();
                 if (lines > 4 + m.entries().size() + 5 * failures + m.entries().size()) {
