@@ -24,6 +24,9 @@ public final class ReferenceDraftModel implements DraftModel {
     private final BlockForward block;
     private final TargetHead head;
     private volatile boolean closed;
+    /** Calls compute under the read lock; {@link #close} takes the write lock, so it waits for a running call. */
+    private final java.util.concurrent.locks.ReentrantReadWriteLock computing =
+            new java.util.concurrent.locks.ReentrantReadWriteLock();
 
     public ReferenceDraftModel(MtpModel model, Kernels kernels) {
         this(model, kernels, Kernels.offHeap(model.weights()));
@@ -87,11 +90,34 @@ public final class ReferenceDraftModel implements DraftModel {
         return kernels;
     }
 
+    /**
+     * Runs a group's computation while the model is open: {@link #close} waits for it, and a call that reaches its
+     * computation after the close fails with ILLEGAL_STATE (spec §11.11) before touching the released kernels.
+     */
+    <T> T compute(String call, java.util.function.Supplier<T> work) {
+        computing.readLock().lock();
+        try {
+            if (closed) {
+                throw MtpException.illegalState(call + ": the model this group was opened from was closed; a group "
+                        + "cannot outlive its model (spec §11.11)");
+            }
+            return work.get();
+        } finally {
+            computing.readLock().unlock();
+        }
+    }
+
+    /** Closes the model after any call computing on one of its groups has finished. */
     @Override
     public void close() {
-        if (!closed) {
-            closed = true;
-            kernels.close();
+        computing.writeLock().lock();
+        try {
+            if (!closed) {
+                closed = true;
+                kernels.close();
+            }
+        } finally {
+            computing.writeLock().unlock();
         }
     }
 }

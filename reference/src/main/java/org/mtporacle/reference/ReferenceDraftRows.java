@@ -91,7 +91,7 @@ public final class ReferenceDraftRows extends AbstractDraftRows<ReferenceDraftRo
         chooser = nextChooser;
         nextChooser = null;
         try {
-            return work.get();
+            return model.compute(call, work);
         } finally {
             chooser = null;
         }
