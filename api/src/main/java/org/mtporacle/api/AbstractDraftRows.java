@@ -230,6 +230,7 @@ public abstract class AbstractDraftRows<S> implements DraftRows {
             int b = rows;
             int[][] ids = RowContract.tokens("prefill", tokens, b, vocab);
             int len = ids[0].length;
+            context = snapshot(context); // checked and used from one copy: another thread cannot change it between
             RowContract.context("prefill", context, b, len, hiddenSize, "the taps at the same L positions as tokens");
             int[] added = new int[b];
             for (int r = 0; r < b; r++) {
@@ -365,6 +366,7 @@ public abstract class AbstractDraftRows<S> implements DraftRows {
             int d = depth;
             RowContract.accepted(accepted, b, d);
             int width = d + 1;
+            context = snapshot(context); // checked and used from one copy, as in prefill
             RowContract.context("commit", context, b, width, hiddenSize, "width = depth + 1 = " + width
                     + " verify taps");
             float[] ctx = context.toFloatArray(); // [B, depth+1, H]
@@ -464,6 +466,16 @@ public abstract class AbstractDraftRows<S> implements DraftRows {
         } finally {
             callLock.unlock();
         }
+    }
+
+    /**
+     * A private copy of a caller's tensor, so that what is validated is what is computed on: a buffer another thread
+     * changes during the call cannot put an unchecked value (a NaN) into the group (spec §11.1). Null stays null.
+     */
+    private static HostTensor snapshot(HostTensor t) {
+        boolean copyable = t != null && t.data().scope().isAlive() && t.data().isAccessibleBy(Thread.currentThread())
+                && t.byteSize() <= Integer.MAX_VALUE - 8;
+        return copyable ? t.copy() : t; // what cannot be copied is refused by the checks that follow
     }
 
     // ---- plumbing --------------------------------------------------------------------------------------------
