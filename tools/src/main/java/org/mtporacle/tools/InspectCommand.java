@@ -176,7 +176,7 @@ final class InspectCommand implements Callable<Integer> {
             d.put("details", t.divergence().details());
             m.put("divergence", d);
         }
-        m.put("replay", "mtp replay <this file>");
+        m.put("replay", "mtp replay <this file> --backend NAME");
         return m;
     }
 
