@@ -78,12 +78,9 @@ public final class SafetensorsWriter {
      */
     public void write(Path path) {
         Path abs = path.toAbsolutePath();
-        Path tmp;
-        try {
-            tmp = java.nio.file.Files.createTempFile(abs.getParent(), "." + abs.getFileName() + ".", ".tmp");
-        } catch (IOException e) {
-            throw new MtpException(MtpException.Kind.MALFORMED_FILE, "safetensors write " + path + ": " + e, e);
-        }
+        // a fresh name created like any output (CREATE_NEW, the process's umask), not a 0600 temporary file
+        Path tmp = abs.resolveSibling("." + abs.getFileName() + "." + Long.toUnsignedString(
+                java.util.concurrent.ThreadLocalRandom.current().nextLong(), 36) + ".tmp");
         try {
             writeTo(tmp, path);
             java.nio.file.Files.move(tmp, abs, java.nio.file.StandardCopyOption.REPLACE_EXISTING,
@@ -101,8 +98,7 @@ public final class SafetensorsWriter {
 
     private void writeTo(Path file, Path path) {
         byte[] header = header();
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                StandardOpenOption.TRUNCATE_EXISTING)) {
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
             ByteBuffer len = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, header.length);
             writeFully(ch, len);
             writeFully(ch, ByteBuffer.wrap(header));
