@@ -72,7 +72,7 @@ class TargetContextsCommandTest {
         assertThat(traces).isNotEmpty();
         ChainTrace t = TraceFiles.read(traces.getFirst());
         assertThat(t.contexts()).isEqualTo(new ContextSource.Target(HiddenTap.PRE_NORM));
-        Cli replay = Cli.run("replay", traces.getFirst().toString());
+        Cli replay = Cli.run("replay", traces.getFirst().toString(), "--backend", "drifting");
         assertThat(replay.exit()).as(replay.out()).isEqualTo(MtpCommand.EXIT_FAILED);
         assertThat(replay.out()).contains("contexts: target reference (tap pre)")
                 .contains("diverged at action " + t.divergence().actionIndex() + " (")
@@ -85,7 +85,7 @@ class TargetContextsCommandTest {
         TraceFiles.write(new ChainTrace(ChainTrace.FORMAT, "tiny", "", "reference", java.util.Map.of(),
                 org.mtporacle.api.Tolerance.EXACT, new ContextSource.Target(HiddenTap.POST_NORM), 5,
                 List.of(new org.mtporacle.conformance.chain.Action.Append(List.of(-1), false)), null, 1), trace);
-        Cli r = Cli.run("replay", trace.toString());
+        Cli r = Cli.run("replay", trace.toString(), "--backend", "reference");
         assertThat(r.exit()).isEqualTo(MtpCommand.EXIT_ERROR);
         assertThat(r.out()).contains("contexts 'target', but fixture tiny has no target");
     }
