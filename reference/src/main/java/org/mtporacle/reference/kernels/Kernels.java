@@ -243,14 +243,35 @@ public final class Kernels implements AutoCloseable {
     public void deltaRuleStep(float[] out, int outOff, float[] state, int stateOff, float[] q, int qOff, float[] k,
                               int kOff, float[] v, int vOff, float[] g, int gOff, float[] beta, int betaOff, int hk,
                               int hv, int dk, int dv) {
+        deltaRuleStep(out, outOff, state, stateOff, state, stateOff, q, qOff, k, kOff, v, vOff, g, gOff, beta, betaOff,
+                hk, hv, dk, dv);
+    }
+
+    /**
+     * {@link #deltaRuleStep(float[], int, float[], int, float[], int, float[], int, float[], int, float[], int, float[],
+     * int, int, int, int, int) deltaRuleStep} from {@code state} (only read) into {@code next}: the bits of copying
+     * {@code state} to {@code next} and stepping there in place, without the copy (a verify keeps the state after
+     * every token, spec §13.3). {@code next} is {@code state} at the same offset (in place) or disjoint from it.
+     *
+     * @throws IllegalArgumentException when {@code hv} is not a positive multiple of {@code hk}, or {@code next}
+     *                                  partly overlaps {@code state}
+     */
+    public void deltaRuleStep(float[] out, int outOff, float[] next, int nextOff, float[] state, int stateOff,
+                              float[] q, int qOff, float[] k, int kOff, float[] v, int vOff, float[] g, int gOff,
+                              float[] beta, int betaOff, int hk, int hv, int dk, int dv) {
         checkHeads("deltaRuleStep", hk, hv);
+        int len = hv * dk * dv;
+        if (next == state && nextOff != stateOff && nextOff < stateOff + len && stateOff < nextOff + len) {
+            throw new IllegalArgumentException("deltaRuleStep: next at " + nextOff + " overlaps the state at "
+                    + stateOff + " (" + len + " floats each) (spec §13.2)");
+        }
         parallel(parts(4L * hv * dk * dv, hv), hv, (from, to) -> {
             if (mode == KernelMode.SCALAR) {
-                DeltaRule.scalar(out, outOff, state, stateOff, q, qOff, k, kOff, v, vOff, g, gOff, beta, betaOff, hk,
-                        hv, dk, dv, from, to);
+                DeltaRule.scalar(out, outOff, next, nextOff, state, stateOff, q, qOff, k, kOff, v, vOff, g, gOff, beta,
+                        betaOff, hk, hv, dk, dv, from, to);
             } else {
-                DeltaRule.vector(out, outOff, state, stateOff, q, qOff, k, kOff, v, vOff, g, gOff, beta, betaOff, hk,
-                        hv, dk, dv, from, to);
+                DeltaRule.vector(out, outOff, next, nextOff, state, stateOff, q, qOff, k, kOff, v, vOff, g, gOff, beta,
+                        betaOff, hk, hv, dk, dv, from, to);
             }
         });
     }

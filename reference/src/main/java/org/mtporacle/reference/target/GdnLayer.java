@@ -121,7 +121,11 @@ final class GdnLayer {
         return y;
     }
 
-    /** Row {@code r}'s recurrence over its {@code s} tokens, writing {@code core} and its states into {@code out}. */
+    /**
+     * Row {@code r}'s recurrence over its {@code s} tokens, writing {@code core} and its states into {@code out}. The
+     * published state is only read: the first token steps out of it into a new array (no copy first), and a verify
+     * steps every token into a new array, so the state after each token is kept without copying it.
+     */
     private void recur(float[] core, int r, int s, float[] published, float[] q, float[] kk, float[] v, float[] gate,
                        float[] beta, boolean everyToken, boolean chunked, States out) {
         int kd = g.keyDim();
@@ -130,21 +134,24 @@ final class GdnLayer {
         int hv = g.numValueHeads();
         int dk = g.keyHeadDim();
         int dv = g.valueHeadDim();
-        float[] state = published.clone();
         int t0 = r * s;
         if (chunked && !everyToken) {
+            float[] state = published.clone();
             k.deltaRuleChunked(core, t0 * vd, state, 0, q, t0 * kd, kk, t0 * kd, v, t0 * vd, gate, t0 * hv, beta,
                     t0 * hv, s, hk, hv, dk, dv);
             out.rec()[r] = new float[][] {state};
             return;
         }
         out.rec()[r] = new float[everyToken ? s : 1][];
+        float[] state = published;
         for (int t = 0; t < s; t++) {
             int i = t0 + t;
-            k.deltaRuleStep(core, i * vd, state, 0, q, i * kd, kk, i * kd, v, i * vd, gate, i * hv, beta, i * hv, hk,
-                    hv, dk, dv);
+            float[] next = everyToken || t == 0 ? new float[published.length] : state;
+            k.deltaRuleStep(core, i * vd, next, 0, state, 0, q, i * kd, kk, i * kd, v, i * vd, gate, i * hv, beta,
+                    i * hv, hk, hv, dk, dv);
+            state = next;
             if (everyToken) {
-                out.rec()[r][t] = t == s - 1 ? state : state.clone();
+                out.rec()[r][t] = state;
             }
         }
         if (!everyToken) {

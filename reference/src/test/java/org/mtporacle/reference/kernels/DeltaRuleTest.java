@@ -140,6 +140,49 @@ class DeltaRuleTest {
     }
 
     @Test
+    void steppingOutOfPlaceGivesTheBitsOfSteppingInPlaceAndLeavesTheSourceUnread() {
+        SplittableRandom rnd = new SplittableRandom(SEED + 3);
+        for (int[] s : SHAPES) {
+            int hk = s[0], hv = s[1], dk = s[2], dv = s[3];
+            int size = hv * dk * dv;
+            GdnF64.Inputs in = GdnF64.Inputs.random(rnd, 3, hk, hv, dk, dv, 0.5);
+            for (KernelMode mode : KernelMode.values()) {
+                try (Kernels kernels = new Kernels(mode, 1)) {
+                    Run inPlace = steps(kernels, in, 3, s);
+                    // the same three tokens, each from the previous state (at offset PAD) into a new array at 2·PAD
+                    float[] state = padded(in.state(), 0, size);
+                    float[] out = new float[PAD + 3 * hv * dv];
+                    for (int t = 0; t < 3; t++) {
+                        float[] before = state.clone();
+                        float[] next = new float[2 * PAD + size];
+                        kernels.deltaRuleStep(out, PAD + t * hv * dv, next, 2 * PAD, state, PAD,
+                                padded(in.q(), t * hk * dk, hk * dk), PAD, padded(in.k(), t * hk * dk, hk * dk), PAD,
+                                padded(in.v(), t * hv * dv, hv * dv), PAD, padded(in.g(), t * hv, hv), PAD,
+                                padded(in.beta(), t * hv, hv), PAD, hk, hv, dk, dv);
+                        assertThat(state).as("%s shape %s: the source is not written", mode, Arrays.toString(s))
+                                .isEqualTo(before);
+                        state = padded(next, 2 * PAD, size);
+                    }
+                    assertThat(Arrays.copyOfRange(out, PAD, out.length)).as("%s shape %s seed %d", mode,
+                            Arrays.toString(s), SEED + 3).isEqualTo(inPlace.out);
+                    assertThat(Arrays.copyOfRange(state, PAD, state.length)).as("%s state, shape %s seed %d", mode,
+                            Arrays.toString(s), SEED + 3).isEqualTo(inPlace.state);
+                }
+            }
+        }
+    }
+
+    @Test
+    void aNextStatePartlyOverlappingTheStateIsRefused() {
+        try (Kernels kernels = new Kernels(KernelMode.VECTOR, 1)) {
+            float[] z = new float[64];
+            assertThatThrownBy(() -> kernels.deltaRuleStep(z, 0, z, 1, z, 0, z, 0, z, 0, z, 0, z, 0, z, 0, 1, 1, 2, 2))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("next at 1 overlaps the state at 0 (4 floats each)");
+        }
+    }
+
+    @Test
     void valueHeadsThatAreNotAMultipleOfTheKeyHeadsAreRefused() {
         try (Kernels kernels = new Kernels(KernelMode.VECTOR, 1)) {
             float[] z = new float[64];
