@@ -47,7 +47,7 @@ final class CausalConv {
             }
         }
         sums(out, outOff, x, xOff, window, winOff, weight, channels, taps, steps, end);
-        silu(out, outOff, channels, steps);
+        Activations.siluVector(out, outOff, out, outOff, null, 0, channels * steps); // the bits of the scalar form
     }
 
     /**
