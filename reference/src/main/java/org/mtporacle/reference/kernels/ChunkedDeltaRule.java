@@ -1,5 +1,7 @@
 package org.mtporacle.reference.kernels;
 
+import static org.mtporacle.reference.kernels.LaneSum.L;
+
 import java.util.Arrays;
 
 /**
@@ -45,13 +47,16 @@ final class ChunkedDeltaRule {
         private final float[] out, state, q, k, v, g, beta;
         private final int outOff, stateOff, qOff, kOff, vOff, gOff, betaOff, tokens, hk, hv, dk, dv;
         private final float[] cum = new float[CH], ecum = new float[CH];   // [n] c_t, e^(c_t)
+        private final double[] exps = new double[CH];                      // [n] exponents, then their e^x
         private final float[] decay = new float[CH * CH];                  // [n, CH] Γ, lower triangle
         private final float[] a = new float[CH * CH];                      // [n, CH] A, then T
         private final float[] qk = new float[CH * CH];                     // [n, CH] (q_i·k_j)·Γ
         private final float[] kT;                                          // [Dk, CH] k of the chunk, transposed
         private final float[] kbe, w;                                      // [n, Dk] βk·e^c, W
         private final float[] vb, u;                                       // [n, Dv] βv then V', U
-        private final float[] row, acc, tmp;                               // [max(CH, Dk)], [Dv], [max(CH, Dv)]
+        private final float[] rowsOut, qe;                                 // [n, Dv] W·S then (q·e^c)·S, [n, Dk]
+        private final float[] kDecay, stateAdd;                            // [Dk, CH] k·e^(c_last − c), [Dk, Dv]
+        private final float[] row, tmp;                                    // [max(CH, Dk)], [max(CH, Dv)]
         private int h, kh, c0, n, sb;
 
         Pass(boolean vector, float[] out, int outOff, float[] state, int stateOff, float[] q, int qOff, float[] k,
@@ -67,8 +72,11 @@ final class ChunkedDeltaRule {
             w = new float[CH * dk];
             vb = new float[CH * dv];
             u = new float[CH * dv];
+            rowsOut = new float[CH * dv];
+            qe = new float[CH * dk];
+            kDecay = new float[dk * CH];
+            stateAdd = new float[dk * dv];
             row = new float[Math.max(CH, dk)];
-            acc = new float[dv];
             tmp = new float[Math.max(CH, dv)];
         }
 
@@ -88,19 +96,45 @@ final class ChunkedDeltaRule {
             }
         }
 
-        /** {@code c}, {@code e^c} and {@code Γ}. */
+        /** {@code c}, {@code e^c} and {@code Γ}; each exponent the f32 value widened, {@link StrictExp}'s bits. */
         private void decays() {
             float c = 0f;
             for (int t = 0; t < n; t++) {
                 c += g[gOff + (c0 + t) * hv + h];
                 cum[t] = c;
-                ecum[t] = (float) StrictMath.exp(c);
+                exps[t] = c;
+            }
+            exp(exps, n);
+            for (int t = 0; t < n; t++) {
+                ecum[t] = (float) exps[t];
             }
             for (int i = 0; i < n; i++) {
                 for (int j = 0; j <= i; j++) {
-                    decay[i * CH + j] = (float) StrictMath.exp(cum[i] - cum[j]);
+                    exps[j] = cum[i] - cum[j];
+                }
+                exp(exps, i + 1);
+                for (int j = 0; j <= i; j++) {
+                    decay[i * CH + j] = (float) exps[j];
                 }
             }
+        }
+
+        /** {@code x[0, len) = e^x} in place, as {@link StrictMath#exp} in either mode. */
+        private void exp(double[] x, int len) {
+            if (vector) {
+                StrictExp.vector(x, 0, x, 0, len);
+            } else {
+                StrictExp.scalar(x, 0, x, 0, len);
+            }
+        }
+
+        /**
+         * How many columns a product of {@code cols} columns computes: in the vector form rounded up to whole vectors
+         * (each column's value does not depend on how many are computed, and the extra ones are never read), so no
+         * row of the triangles falls to the scalar tail.
+         */
+        private int width(int cols) {
+            return vector ? Math.min(CH, (cols + L - 1) / L * L) : cols;
         }
 
         /** {@code kT}, {@code βk·e^c} and {@code βv} of the chunk. */
@@ -126,7 +160,7 @@ final class ChunkedDeltaRule {
                 for (int d = 0; d < dk; d++) {
                     row[d] = b * k[kAt(i) + d];
                 }
-                product(a, i * CH, row, 0, kT, 0, CH, dk, i);
+                product(a, i * CH, row, 0, kT, 0, CH, dk, width(i));
                 for (int j = 0; j < i; j++) {
                     a[i * CH + j] = -(a[i * CH + j] * decay[i * CH + j]);
                 }
@@ -152,28 +186,34 @@ final class ChunkedDeltaRule {
             }
         }
 
-        /** {@code V' = U − W·S} (into {@code vb}), then each token's output from the state before the chunk. */
+        /**
+         * {@code V' = U − W·S} (into {@code vb}), then each token's output from the state before the chunk; the
+         * products with the state take the chunk's rows together ({@link VecMat#vectorRows}: the same bits per row).
+         */
         private void outputs() {
+            productRows(rowsOut, dv, w, dk, state, sb, dv, n, dk, dv);
             for (int i = 0; i < n; i++) {
-                product(acc, 0, w, i * dk, state, sb, dv, dk, dv);
                 for (int j = 0; j < dv; j++) {
-                    vb[i * dv + j] = u[i * dv + j] - acc[j];
+                    vb[i * dv + j] = u[i * dv + j] - rowsOut[i * dv + j];
                 }
             }
             for (int i = 0; i < n; i++) {
                 int qi = qOff + (c0 + i) * hk * dk + kh * dk;
-                product(qk, i * CH, q, qi, kT, 0, CH, dk, i + 1);
+                for (int d = 0; d < dk; d++) {
+                    qe[i * dk + d] = q[qi + d] * ecum[i];
+                }
+            }
+            productRows(rowsOut, dv, qe, dk, state, sb, dv, n, dk, dv);
+            for (int i = 0; i < n; i++) {
+                int qi = qOff + (c0 + i) * hk * dk + kh * dk;
+                product(qk, i * CH, q, qi, kT, 0, CH, dk, width(i + 1));
                 for (int j = 0; j <= i; j++) {
                     qk[i * CH + j] = qk[i * CH + j] * decay[i * CH + j];
                 }
-                for (int d = 0; d < dk; d++) {
-                    row[d] = q[qi + d] * ecum[i];
-                }
-                product(acc, 0, row, 0, state, sb, dv, dk, dv);
                 product(tmp, 0, qk, i * CH, vb, 0, dv, i + 1, dv);
                 int oi = outOff + (c0 + i) * hv * dv + h * dv;
                 for (int j = 0; j < dv; j++) {
-                    out[oi + j] = acc[j] + tmp[j];
+                    out[oi + j] = rowsOut[i * dv + j] + tmp[j];
                 }
             }
         }
@@ -184,18 +224,30 @@ final class ChunkedDeltaRule {
             int dte = (n - 1) * CH;
             for (int d = 0; d < dk; d++) {
                 for (int j = 0; j < n; j++) {
-                    row[j] = kT[d * CH + j] * decay[dte + j];
+                    kDecay[d * CH + j] = kT[d * CH + j] * decay[dte + j];
                 }
-                product(acc, 0, row, 0, vb, 0, dv, n, dv);
+            }
+            productRows(stateAdd, dv, kDecay, CH, vb, 0, dv, dk, n, dv);
+            for (int d = 0; d < dk; d++) {
                 int s = sb + d * dv;
                 for (int j = 0; j < dv; j++) {
-                    state[s + j] = state[s + j] * last + acc[j];
+                    state[s + j] = state[s + j] * last + stateAdd[d * dv + j];
                 }
             }
         }
 
         private int kAt(int t) {
             return kOff + (c0 + t) * hk * dk + kh * dk;
+        }
+
+        /** {@code rows} rows {@code c_r = x_r · B}, {@code c} and {@code x} from 0, rows {@code cStride}, {@code xStride} apart. */
+        private void productRows(float[] c, int cStride, float[] x, int xStride, float[] b, int bOff, int bStride,
+                                 int rows, int terms, int cols) {
+            if (vector) {
+                VecMat.vectorRows(c, 0, cStride, x, 0, xStride, b, bOff, bStride, rows, terms, cols);
+            } else {
+                VecMat.scalarRows(c, 0, cStride, x, 0, xStride, b, bOff, bStride, rows, terms, cols);
+            }
         }
 
         private void product(float[] c, int cOff, float[] x, int xOff, float[] b, int bOff, int bStride, int terms,

@@ -45,4 +45,31 @@ class VecMatTest {
             }
         }
     }
+
+    @Test
+    void rowsTogetherGiveTheBitsOfEachRowAloneInBothForms() {
+        SplittableRandom rnd = new SplittableRandom(SEED + 2);
+        for (int rows : new int[] {1, 3, 4, 5, 8, 9}) {
+            for (int cols : new int[] {1, 17, 64, 65, 130}) {
+                for (int terms : new int[] {1, 7, 64}) {
+                    int bStride = cols + 3;
+                    int aStride = terms + 2;
+                    int cStride = cols + 1;
+                    float[] a = TestWeights.randomFloats(1 + rows * aStride, rnd);
+                    float[] b = TestWeights.randomFloats(5 + terms * bStride, rnd);
+                    float[] want = new float[2 + rows * cStride];
+                    for (int r = 0; r < rows; r++) {
+                        VecMat.scalar(want, 2 + r * cStride, a, 1 + r * aStride, b, 5, bStride, terms, cols);
+                    }
+                    float[] s = new float[want.length];
+                    float[] v = new float[want.length];
+                    VecMat.scalarRows(s, 2, cStride, a, 1, aStride, b, 5, bStride, rows, terms, cols);
+                    VecMat.vectorRows(v, 2, cStride, a, 1, aStride, b, 5, bStride, rows, terms, cols);
+                    String what = String.format("rows=%d cols=%d terms=%d seed %d", rows, cols, terms, SEED + 2);
+                    assertThat(s).as("scalar %s", what).isEqualTo(want);
+                    assertThat(v).as("vector %s", what).isEqualTo(want);
+                }
+            }
+        }
+    }
 }
