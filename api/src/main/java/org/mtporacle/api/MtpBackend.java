@@ -28,6 +28,25 @@ public interface MtpBackend {
     DraftModel load(MtpModel model, Map<String, String> options);
 
     /**
+     * Whether {@link #loadTarget} is implemented: the backend runs the hybrid target (spec §13) as well as the drafter.
+     * Default: no.
+     */
+    default boolean supportsTarget() {
+        return false;
+    }
+
+    /**
+     * Loads a hybrid target (spec §13) into this backend, with the same options as {@link #load}.
+     *
+     * @throws MtpException UNAVAILABLE when the backend has no target ({@link #supportsTarget()} is false) or when
+     *                      {@link #availability()} says no; INVALID_ARGUMENT for unknown options
+     */
+    default LoadedTarget loadTarget(TargetModel model, Map<String, String> options) {
+        throw new MtpException(MtpException.Kind.UNAVAILABLE, name() + ": this backend runs the drafter only (no "
+                + "hybrid target)");
+    }
+
+    /**
      * The configurations conformance runs by default, each with its tolerance profile, the default configuration
      * first. A backend with several precision modes lists one profile per mode; the default is one profile with no
      * options held to {@link Tolerance#F32}.

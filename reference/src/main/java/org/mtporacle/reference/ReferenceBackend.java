@@ -4,8 +4,10 @@ import org.mtporacle.api.Availability;
 import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
+import org.mtporacle.api.TargetModel;
 import org.mtporacle.reference.kernels.KernelMode;
 import org.mtporacle.reference.kernels.Kernels;
+import org.mtporacle.reference.target.ReferenceTarget;
 
 import java.util.Map;
 import java.util.Set;
@@ -38,6 +40,21 @@ public final class ReferenceBackend implements MtpBackend {
 
     @Override
     public ReferenceDraftModel load(MtpModel model, Map<String, String> options) {
+        return new ReferenceDraftModel(model, kernels(options));
+    }
+
+    @Override
+    public boolean supportsTarget() {
+        return true;
+    }
+
+    /** The hybrid target on the reference kernels (recurrent prefill, the normative form). */
+    @Override
+    public ReferenceTarget loadTarget(TargetModel model, Map<String, String> options) {
+        return new ReferenceTarget(model, kernels(options));
+    }
+
+    private static Kernels kernels(Map<String, String> options) {
         for (String key : options.keySet()) {
             if (!OPTIONS.contains(key)) {
                 throw MtpException.invalidArgument("reference: unknown option '" + key + "' (known: mode, threads)");
@@ -61,7 +78,7 @@ public final class ReferenceBackend implements MtpBackend {
         if (threads < 1 || threads > 1024) {
             throw MtpException.invalidArgument("reference: threads = '" + threadsText + "', expected 1…1024");
         }
-        return new ReferenceDraftModel(model, new Kernels(mode, threads));
+        return new Kernels(mode, threads);
     }
 
     /** Reference against reference must be bit-identical. */
