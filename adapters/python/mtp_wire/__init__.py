@@ -14,3 +14,8 @@ from .tensor import Tensor
 __all__ = ["BACKEND_FAILURE", "ILLEGAL_STATE", "INCOMPATIBLE_CHECKPOINT", "INCOMPATIBLE_MODEL", "INVALID_ARGUMENT",
            "KINDS", "MALFORMED_FILE", "UNAVAILABLE", "MtpError", "PROTOCOL", "Checkpoint", "DraftModel", "DraftRows",
            "Engine", "RowSampler", "checkpoint_digest", "serve", "Tensor"]
+
+# the row skeleton (rows.py): subclass RowsSkeleton with storage and maths, serve it with serve_rows (see README.md)
+from .rows import LoadArgs, RowShape, RowState, RowsEngine, RowsSkeleton, serve_rows  # noqa: E402
+
+__all__ += ["LoadArgs", "RowShape", "RowState", "RowsEngine", "RowsSkeleton", "serve_rows"]
