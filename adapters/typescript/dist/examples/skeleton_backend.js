@@ -1,0 +1,35 @@
+import { RowShape, RowsSkeleton, serveRows } from "../src/rows.js";
+import { FakeBlock, RowKv } from "./fake_block.js";
+class FakeRows extends RowsSkeleton {
+    s;
+    block;
+    constructor(s, block, identity) {
+        super(new RowShape(identity, s.vocab, s.hidden, s.kvHeads, s.headDim), []);
+        this.s = s;
+        this.block = block;
+    }
+    appendRows(state, restored) {
+        return state.concat(restored.map((r) => ({ kv: RowKv.restore(r?.keys ?? null, r?.values ?? null, this.s), hidden: r?.hidden ?? null })));
+    }
+    keepRows(state, keep) { return keep.map((i) => state[i]); }
+    forward(state, at, rows, ids, hin) {
+        const h = this.s.hidden;
+        return [state, state.map((row, b) => {
+                if (rows && !rows[b])
+                    return null;
+                row.kv.length = at[b]; // K/V at at[b] on: past the published length, which nothing reads
+                const out = new Float64Array(ids[b].length * h);
+                ids[b].forEach((t, i) => out.set(this.block.forward(row.kv, t, hin ? hin[b].subarray(i * h, (i + 1) * h) : row.hidden), i * h));
+                return out;
+            })];
+    }
+    retain(state, hidden) { return state.map((row, b) => ({ kv: row.kv, hidden: hidden[b] })); }
+    sample(_row, y, _s) { return this.block.argmax(y); }
+    export(state, row, length) {
+        state[row].kv.length = length;
+        return { keys: state[row].kv.export("keys", this.s), values: state[row].kv.export("values", this.s), hidden: state[row].hidden };
+    }
+}
+serveRows({ name: "ts-fake-block-skeleton", version: "1.0", numerics: "fake block (spec §1.9 seam), float64",
+    load: (a) => RowShape.of(a.config, a.identity),
+    rows: (m) => new FakeRows({ hidden: m.hidden, kvHeads: m.kvHeads, headDim: m.headDim, vocab: m.vocab }, new FakeBlock(m), m.identity) });

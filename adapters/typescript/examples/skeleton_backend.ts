@@ -1,0 +1,35 @@
+// The fake block (fake_block.ts: the engine's maths) on the SDK's row skeleton: this file is the whole adapter;
+// validation, bookkeeping, chunking, atomic publish and checkpoints are RowsSkeleton's (src/rows.ts).
+//   ./mtp tck --backend exec:'node adapters/typescript/dist/examples/skeleton_backend.js'
+import type { RowSampler } from "../src/mtp_wire.js";
+import { RowShape, RowsSkeleton, type RowState, serveRows } from "../src/rows.js";
+import { FakeBlock, RowKv, type Shape } from "./fake_block.js";
+
+type Row = { kv: RowKv; hidden: Float64Array | null };   // storage: one row's KV and retained hidden, per row
+class FakeRows extends RowsSkeleton<Row[]> {
+  constructor(private s: Shape, private block: FakeBlock, identity: string) { super(new RowShape(identity, s.vocab, s.hidden, s.kvHeads, s.headDim), []); }
+  protected appendRows(state: Row[], restored: (RowState | null)[]) {
+    return state.concat(restored.map((r) => ({ kv: RowKv.restore(r?.keys ?? null, r?.values ?? null, this.s), hidden: r?.hidden ?? null })));
+  }
+  protected keepRows(state: Row[], keep: number[]) { return keep.map((i) => state[i]); }
+  protected forward(state: Row[], at: number[], rows: boolean[] | null, ids: number[][], hin: Float64Array[] | null): [Row[], (Float64Array | null)[]] {
+    const h = this.s.hidden;
+    return [state, state.map((row, b) => {
+      if (rows && !rows[b]) return null;
+      row.kv.length = at[b];   // K/V at at[b] on: past the published length, which nothing reads
+      const out = new Float64Array(ids[b].length * h);
+      ids[b].forEach((t, i) => out.set(this.block.forward(row.kv, t, hin ? hin[b].subarray(i * h, (i + 1) * h) : row.hidden!), i * h));
+      return out;
+    })];
+  }
+  protected retain(state: Row[], hidden: Float64Array[]) { return state.map((row, b) => ({ kv: row.kv, hidden: hidden[b] })); }
+  protected sample(_row: number, y: Float64Array, _s: RowSampler) { return this.block.argmax(y); }
+  protected export(state: Row[], row: number, length: number) {
+    state[row].kv.length = length;
+    return { keys: state[row].kv.export("keys", this.s), values: state[row].kv.export("values", this.s), hidden: state[row].hidden! };
+  }
+}
+
+serveRows({ name: "ts-fake-block-skeleton", version: "1.0", numerics: "fake block (spec §1.9 seam), float64",
+  load: (a) => RowShape.of(a.config, a.identity),
+  rows: (m) => new FakeRows({ hidden: m.hidden, kvHeads: m.kvHeads, headDim: m.headDim, vocab: m.vocab }, new FakeBlock(m), m.identity) });
