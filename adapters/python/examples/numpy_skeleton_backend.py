@@ -1,21 +1,18 @@
-"""The numpy engine (numpy_mtp: the float64 block, the seeded sampler) on the SDK's row skeleton: this file is the whole
-adapter; validation, bookkeeping, chunking, atomic publish and checkpoints are mtp_wire.RowsSkeleton's.
-    mtp tck --backend exec:'python3 adapters/python/examples/numpy_skeleton_backend.py'"""
+"""The numpy engine (numpy_mtp: its float64 block and seeded sampler) on mtp_wire's row skeleton: this file is the
+whole adapter. Run: mtp tck --backend exec:'python3 adapters/python/examples/numpy_skeleton_backend.py'"""
 import sys
 import numpy as np
 import mtp_wire
 from numpy_mtp.rows import Model
 from numpy_mtp.sampling import sample_row
 
-class NumpyRows(mtp_wire.RowsSkeleton):   # storage: one (RowCache, retained hidden) per row; K/V written at `at` on
+class NumpyRows(mtp_wire.RowsSkeleton):   # storage: a tuple of (RowCache, retained hidden), one per row
     def __init__(self, m, args):
         super().__init__(mtp_wire.RowShape.of(args.config, m.identity))
         self.m = m
-    def append_rows(self, state, restored):
+    def append_rows(self, state, restored):   # a RowState (keys, values, hidden) per restored row, None when cold
         return state + tuple((self.m.new_cache(*(r[:2] if r and r.keys is not None else ())), r and r.hidden) for r in restored)
-    def keep_rows(self, state, keep, lengths):
-        return tuple(state[i] for i in keep)
-    def forward(self, state, at, rows, ids, hin):
+    def forward(self, state, at, rows, ids, hin):   # K/V at at[b] on: past the published length, which nothing reads
         ys = [None] * len(state)
         for b, (kv, h) in enumerate(state):
             if rows is None or rows[b]:
@@ -28,12 +25,9 @@ class NumpyRows(mtp_wire.RowsSkeleton):   # storage: one (RowCache, retained hid
     def sample(self, row, y, s, step):
         return sample_row(self.m.block.log_probs(y).astype(np.float32), s.temperature, s.top_k, s.top_p, s.seed, step)
     def export(self, state, row, length):
-        kv, h = state[row]
-        return kv.k[:, :length], kv.v[:, :length], h
+        return state[row][0].k[:, :length], state[row][0].v[:, :length], state[row][1]
 
-QUANT = [{"bits": b, "groupSizes": [32, 64, 128]} for b in (2, 3, 4, 5, 6, 8)]
 if __name__ == "__main__":
     sys.exit(mtp_wire.serve_rows("numpy-mtp-skeleton", "1.0", lambda a: Model(a.directory, a.identity), NumpyRows,
-                                 numerics="numpy float64 (float32 log-probs for sampling)", seededSampling=True,
-                                 routerChoices=True, weightDtypes=["F32", "F16", "BF16"], quantization=QUANT,
-                                 layouts=["hf", "companion"]))
+                                 seededSampling=True, routerChoices=True, weightDtypes=["F32", "F16", "BF16"],
+                                 quantization=[{"bits": b, "groupSizes": [32, 64, 128]} for b in (2, 3, 4, 5, 6, 8)]))

@@ -5,7 +5,7 @@ an engine that supplies only its storage of all rows and its forward/sample math
 
     class MyRows(RowsSkeleton):
         def append_rows(self, state, restored): ...          # storage plus one row per RowState (None: cold row)
-        def keep_rows(self, state, keep, lengths): ...       # storage of rows keep[i]
+        def keep_rows(self, state, keep, lengths): ...       # storage of rows keep[i] (default: a tuple per row)
         def forward(self, state, at, rows, ids, hin): ...    # (storage, outputs [B][s][H]); K/V at at[b] on
         def retain(self, state, hidden): ...                 # storage with retained hiddens [B, H]
         def sample(self, row, y, sampler, step): ...         # one draft token from output hidden y [H]
@@ -91,8 +91,11 @@ class RowsSkeleton(DraftRows):
         raise NotImplementedError
 
     def keep_rows(self, state, keep, lengths):
-        """Storage holding row keep[i] of `state` as row i (spec §5.3); `lengths` are theirs."""
-        raise NotImplementedError
+        """Storage holding row keep[i] of `state` as row i (spec §5.3); `lengths` are theirs. The default serves
+        storage that is a tuple or list of one entry per row."""
+        if not isinstance(state, (tuple, list)):
+            raise NotImplementedError("keep_rows: storage other than one tuple or list entry per row needs its own")
+        return type(state)(state[i] for i in keep)
 
     def forward(self, state, at, rows, ids, hin):
         """One forward of s positions per row (spec §3): row b appends K/V at positions at[b] … at[b]+s−1 for token

@@ -44,8 +44,9 @@ def i32(a):
 class WireClient:
     """The runner's side of mtp-oracle-wire/1, enough to drive an engine in tests."""
 
-    def __init__(self, argv):
-        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    def __init__(self, argv, env=None, cwd=None):
+        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  env=env, cwd=cwd)
         self.next_id = 1
 
     def call(self, op, args=None, tensors=()):

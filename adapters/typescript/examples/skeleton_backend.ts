@@ -1,17 +1,14 @@
-// The fake block (fake_block.ts: the engine's maths) on the SDK's row skeleton: this file is the whole adapter;
-// validation, bookkeeping, chunking, atomic publish and checkpoints are RowsSkeleton's (src/rows.ts).
+// The fake block (fake_block.ts: the engine's maths) on the SDK's row skeleton: this file is the whole adapter.
 //   ./mtp tck --backend exec:'node adapters/typescript/dist/examples/skeleton_backend.js'
-import type { RowSampler } from "../src/mtp_wire.js";
-import { RowShape, RowsSkeleton, type RowState, serveRows } from "../src/rows.js";
-import { FakeBlock, RowKv, type Shape } from "./fake_block.js";
+import { RowShape, RowsSkeleton, type RowSampler, type RowState, serveRows } from "../src/index.js";
+import { FakeBlock, RowKv } from "./fake_block.js";
 
-type Row = { kv: RowKv; hidden: Float64Array | null };   // storage: one row's KV and retained hidden, per row
+type Row = { kv: RowKv; hidden: Float64Array | null };   // storage: an array of one KV and retained hidden per row
 class FakeRows extends RowsSkeleton<Row[]> {
-  constructor(private s: Shape, private block: FakeBlock, identity: string) { super(new RowShape(identity, s.vocab, s.hidden, s.kvHeads, s.headDim), []); }
-  protected appendRows(state: Row[], restored: (RowState | null)[]) {
+  constructor(private s: RowShape, private block = new FakeBlock(s)) { super(s, []); }
+  protected appendRows(state: Row[], restored: (RowState | null)[]) {   // a RowState per restored row, null when cold
     return state.concat(restored.map((r) => ({ kv: RowKv.restore(r?.keys ?? null, r?.values ?? null, this.s), hidden: r?.hidden ?? null })));
   }
-  protected keepRows(state: Row[], keep: number[]) { return keep.map((i) => state[i]); }
   protected forward(state: Row[], at: number[], rows: boolean[] | null, ids: number[][], hin: Float64Array[] | null): [Row[], (Float64Array | null)[]] {
     const h = this.s.hidden;
     return [state, state.map((row, b) => {
@@ -31,5 +28,4 @@ class FakeRows extends RowsSkeleton<Row[]> {
 }
 
 serveRows({ name: "ts-fake-block-skeleton", version: "1.0", numerics: "fake block (spec §1.9 seam), float64",
-  load: (a) => RowShape.of(a.config, a.identity),
-  rows: (m) => new FakeRows({ hidden: m.hidden, kvHeads: m.kvHeads, headDim: m.headDim, vocab: m.vocab }, new FakeBlock(m), m.identity) });
+  load: (a) => RowShape.of(a.config, a.identity), rows: (shape: RowShape) => new FakeRows(shape) });

@@ -1,17 +1,18 @@
-import { RowShape, RowsSkeleton, serveRows } from "../src/rows.js";
+// The fake block (fake_block.ts: the engine's maths) on the SDK's row skeleton: this file is the whole adapter.
+//   ./mtp tck --backend exec:'node adapters/typescript/dist/examples/skeleton_backend.js'
+import { RowShape, RowsSkeleton, serveRows } from "../src/index.js";
 import { FakeBlock, RowKv } from "./fake_block.js";
 class FakeRows extends RowsSkeleton {
     s;
     block;
-    constructor(s, block, identity) {
-        super(new RowShape(identity, s.vocab, s.hidden, s.kvHeads, s.headDim), []);
+    constructor(s, block = new FakeBlock(s)) {
+        super(s, []);
         this.s = s;
         this.block = block;
     }
     appendRows(state, restored) {
         return state.concat(restored.map((r) => ({ kv: RowKv.restore(r?.keys ?? null, r?.values ?? null, this.s), hidden: r?.hidden ?? null })));
     }
-    keepRows(state, keep) { return keep.map((i) => state[i]); }
     forward(state, at, rows, ids, hin) {
         const h = this.s.hidden;
         return [state, state.map((row, b) => {
@@ -31,5 +32,4 @@ class FakeRows extends RowsSkeleton {
     }
 }
 serveRows({ name: "ts-fake-block-skeleton", version: "1.0", numerics: "fake block (spec §1.9 seam), float64",
-    load: (a) => RowShape.of(a.config, a.identity),
-    rows: (m) => new FakeRows({ hidden: m.hidden, kvHeads: m.kvHeads, headDim: m.headDim, vocab: m.vocab }, new FakeBlock(m), m.identity) });
+    load: (a) => RowShape.of(a.config, a.identity), rows: (shape) => new FakeRows(shape) });

@@ -51,8 +51,9 @@ export declare abstract class RowsSkeleton<S> implements DraftRows {
     constructor(shape: RowShape, empty: S);
     /** Storage of `state`'s rows followed by one row per entry: a checked RowState, or null for a cold row. */
     protected abstract appendRows(state: S, restored: (RowState | null)[]): S;
-    /** Storage holding row keep[i] of `state` as row i (spec §5.3); `lengths` are theirs. */
-    protected abstract keepRows(state: S, keep: number[], lengths: number[]): S;
+    /** Storage holding row keep[i] of `state` as row i (spec §5.3); `lengths` are theirs. The default serves storage
+     * that is an array of one entry per row. */
+    protected keepRows(state: S, keep: number[], _lengths: number[]): S;
     /** One forward of s positions per row (spec §3): row b appends K/V at at[b] … at[b]+s−1 for ids[b] ([s] token
      * ids) and hin[b] ([s·H] input hiddens), or, when hin is null (s = 1), its retained hidden. Only rows with rows[b]
      * (all when null) count. Returns the storage and each counted row's output hiddens [s·H]. */

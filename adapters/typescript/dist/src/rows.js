@@ -73,6 +73,13 @@ export class RowsSkeleton {
         this.shape = shape;
         this.storage = empty;
     }
+    /** Storage holding row keep[i] of `state` as row i (spec §5.3); `lengths` are theirs. The default serves storage
+     * that is an array of one entry per row. */
+    keepRows(state, keep, _lengths) {
+        if (!Array.isArray(state))
+            throw new Error("keepRows: storage other than an array of one entry per row needs its own");
+        return keep.map((i) => state[i]);
+    }
     /** A draft round of depth ≥ 1 (spec §5.7): the default forwards the pending tokens from the retained hiddens,
      * samples, and feeds each output back `depth` times. */
     draftChain(state, at, pending, depth, steps, sampling) {

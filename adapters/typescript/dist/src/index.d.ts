@@ -1,0 +1,2 @@
+export * from "./mtp_wire.js";
+export * from "./rows.js";
