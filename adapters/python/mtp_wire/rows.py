@@ -53,15 +53,18 @@ class RowShape:
 
     @staticmethod
     def of(config, identity):
-        """From `load`'s `config` (WIRE.md §5: hiddenSize, numHeads, numKvHeads, headDim, vocabSize,
-        intermediateSize); an engine whose MLP is wider than `intermediateSize` (MoE) passes its own `widest`."""
+        """From `load`'s `config` (WIRE.md §5): hiddenSize, numKvHeads, headDim, vocabSize; numHeads and
+        intermediateSize widen the forward-size limit when present (an MoE engine, wider still, builds its own)."""
         c = config or {}
-        for k in ("hiddenSize", "numHeads", "numKvHeads", "headDim", "vocabSize"):
-            if not isinstance(c.get(k), int) or isinstance(c.get(k), bool) or c[k] <= 0:
+        for k in ("hiddenSize", "numKvHeads", "headDim", "vocabSize"):
+            if not _is_int(c.get(k)) or c[k] <= 0:
                 raise E.incompatible_model("load: config.%s = %r, expected a positive integer" % (k, c.get(k)))
         if not isinstance(identity, str):
             raise E.invalid_argument("load: identity = %r, expected a string" % (identity,))
-        widest = max(2 * c["numHeads"] * c["headDim"], int(c.get("intermediateSize") or 0))
+
+        def more(k):   # numHeads, intermediateSize: optional, they widen the forward-size limit
+            return c[k] if _is_int(c.get(k)) else 0
+        widest = max(2 * more("numHeads") * c["headDim"], more("intermediateSize"))
         return RowShape(identity, c["vocabSize"], c["hiddenSize"], c["numKvHeads"], c["headDim"], widest)
 
 

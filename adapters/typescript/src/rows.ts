@@ -37,7 +37,8 @@ export class RowShape {
     this.maxPositions = Math.min(MAX_POSITIONS, Math.floor(MAX_ELEMENTS / (kvHeads * headDim)));
   }
 
-  /** From load's `config` (WIRE.md §5: hiddenSize, numHeads, numKvHeads, headDim, vocabSize, intermediateSize). */
+  /** From load's `config` (WIRE.md §5): hiddenSize, numKvHeads, headDim, vocabSize; numHeads and intermediateSize
+   * widen the forward-size limit when present. */
   static of(config: Record<string, unknown> | null, identity: unknown, widest = 0): RowShape {
     const c = config ?? {};
     const need = (k: string): number => {
@@ -45,10 +46,10 @@ export class RowShape {
       if (!isInt(v) || v <= 0) throw new MtpError("INCOMPATIBLE_MODEL", `load: config.${k} = ${v}, expected a positive integer`);
       return v;
     };
-    const [h, nh, nkv, d, v] = ["hiddenSize", "numHeads", "numKvHeads", "headDim", "vocabSize"].map(need);
+    const [h, nkv, d, v] = ["hiddenSize", "numKvHeads", "headDim", "vocabSize"].map(need);
     if (typeof identity !== "string") throw invalidArgument(`load: identity = ${identity}, expected a string`);
-    const mlp = isInt(c.intermediateSize) ? c.intermediateSize : 0;
-    return new RowShape(identity, v, h, nkv, d, Math.max(widest, 2 * nh * d, mlp));
+    const more = (k: string) => (isInt(c[k]) ? c[k] as number : 0); // numHeads, intermediateSize: optional
+    return new RowShape(identity, v, h, nkv, d, Math.max(widest, 2 * more("numHeads") * d, more("intermediateSize")));
   }
 }
 

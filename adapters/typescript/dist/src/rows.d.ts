@@ -17,7 +17,8 @@ export declare class RowShape {
     readonly widest: number;
     readonly maxPositions: number;
     constructor(identity: string, vocab: number, hidden: number, kvHeads: number, headDim: number, widest?: number);
-    /** From load's `config` (WIRE.md §5: hiddenSize, numHeads, numKvHeads, headDim, vocabSize, intermediateSize). */
+    /** From load's `config` (WIRE.md §5): hiddenSize, numKvHeads, headDim, vocabSize; numHeads and intermediateSize
+     * widen the forward-size limit when present. */
     static of(config: Record<string, unknown> | null, identity: unknown, widest?: number): RowShape;
 }
 /** One row's drafter state: keys, values [nKV, P−1, D] row-major (null when P = 1), hidden [H]. */

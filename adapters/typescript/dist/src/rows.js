@@ -37,7 +37,8 @@ export class RowShape {
         this.widest = Math.max(widest, 2 * hidden, kvHeads * headDim);
         this.maxPositions = Math.min(MAX_POSITIONS, Math.floor(MAX_ELEMENTS / (kvHeads * headDim)));
     }
-    /** From load's `config` (WIRE.md §5: hiddenSize, numHeads, numKvHeads, headDim, vocabSize, intermediateSize). */
+    /** From load's `config` (WIRE.md §5): hiddenSize, numKvHeads, headDim, vocabSize; numHeads and intermediateSize
+     * widen the forward-size limit when present. */
     static of(config, identity, widest = 0) {
         const c = config ?? {};
         const need = (k) => {
@@ -46,11 +47,11 @@ export class RowShape {
                 throw new MtpError("INCOMPATIBLE_MODEL", `load: config.${k} = ${v}, expected a positive integer`);
             return v;
         };
-        const [h, nh, nkv, d, v] = ["hiddenSize", "numHeads", "numKvHeads", "headDim", "vocabSize"].map(need);
+        const [h, nkv, d, v] = ["hiddenSize", "numKvHeads", "headDim", "vocabSize"].map(need);
         if (typeof identity !== "string")
             throw invalidArgument(`load: identity = ${identity}, expected a string`);
-        const mlp = isInt(c.intermediateSize) ? c.intermediateSize : 0;
-        return new RowShape(identity, v, h, nkv, d, Math.max(widest, 2 * nh * d, mlp));
+        const more = (k) => (isInt(c[k]) ? c[k] : 0); // numHeads, intermediateSize: optional
+        return new RowShape(identity, v, h, nkv, d, Math.max(widest, 2 * more("numHeads") * d, more("intermediateSize")));
     }
 }
 /** A group of rows over an engine's storage S. Subclasses implement the six storage/maths methods; every contract
