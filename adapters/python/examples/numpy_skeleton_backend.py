@@ -11,7 +11,8 @@ class NumpyRows(mtp_wire.RowsSkeleton):   # storage: a tuple of (RowCache, retai
         super().__init__(mtp_wire.RowShape.of(args.config, m.identity))
         self.m = m
     def append_rows(self, state, restored):   # a RowState (keys, values, hidden) per restored row, None when cold
-        return state + tuple((self.m.new_cache(*(r[:2] if r and r.keys is not None else ())), r and r.hidden) for r in restored)
+        return state + tuple((self.m.new_cache(*(r[:2] if r and r.keys is not None else ())), r and r.hidden)
+                             for r in restored)
     def forward(self, state, at, rows, ids, hin):   # K/V at at[b] on: past the published length, which nothing reads
         ys = [None] * len(state)
         for b, (kv, h) in enumerate(state):

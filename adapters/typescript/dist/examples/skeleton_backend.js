@@ -11,24 +11,26 @@ class FakeRows extends RowsSkeleton {
         this.block = block;
     }
     appendRows(state, restored) {
-        return state.concat(restored.map((r) => ({ kv: RowKv.restore(r?.keys ?? null, r?.values ?? null, this.s), hidden: r?.hidden ?? null })));
+        return state.concat(restored.map((r) => ({ kv: RowKv.restore(r?.keys ?? null, r?.values ?? null, this.s),
+            hidden: r?.hidden ?? null })));
     }
     forward(state, at, rows, ids, hin) {
-        const h = this.s.hidden;
+        const h = this.s.hidden, x = (b, i) => (hin ? hin[b].subarray(i * h, i * h + h) : state[b].hidden);
         return [state, state.map((row, b) => {
                 if (rows && !rows[b])
                     return null;
                 row.kv.length = at[b]; // K/V at at[b] on: past the published length, which nothing reads
                 const out = new Float64Array(ids[b].length * h);
-                ids[b].forEach((t, i) => out.set(this.block.forward(row.kv, t, hin ? hin[b].subarray(i * h, (i + 1) * h) : row.hidden), i * h));
+                ids[b].forEach((t, i) => out.set(this.block.forward(row.kv, t, x(b, i)), i * h));
                 return out;
             })];
     }
-    retain(state, hidden) { return state.map((row, b) => ({ kv: row.kv, hidden: hidden[b] })); }
+    retain(state, hidden) { return state.map((r, b) => ({ ...r, hidden: hidden[b] })); }
     sample(_row, y, _s) { return this.block.argmax(y); }
     export(state, row, length) {
-        state[row].kv.length = length;
-        return { keys: state[row].kv.export("keys", this.s), values: state[row].kv.export("values", this.s), hidden: state[row].hidden };
+        const { kv, hidden } = state[row];
+        kv.length = length;
+        return { keys: kv.export("keys", this.s), values: kv.export("values", this.s), hidden: hidden };
     }
 }
 serveRows({ name: "ts-fake-block-skeleton", version: "1.0", numerics: "fake block (spec §1.9 seam), float64",
