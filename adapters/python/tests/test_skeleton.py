@@ -17,7 +17,7 @@ import numpy as np
 from mtp_wire import (BACKEND_FAILURE, ILLEGAL_STATE, INCOMPATIBLE_CHECKPOINT, INVALID_ARGUMENT, Checkpoint, LoadArgs,
                       MtpError, RowSampler, Tensor)
 from mtp_wire import rows as R
-from tests.support import ADAPTER, EXAMPLES, GREEDY, WireClient, external, f32, hello_args, i32, nb
+from tests.support import ADAPTER, EXAMPLES, EXTERNAL_MOE, GREEDY, WireClient, external, f32, hello_args, i32, nb
 
 import numpy_skeleton_backend as sk  # noqa: E402 (examples/ is on sys.path through tests.support)
 
@@ -80,6 +80,30 @@ class SkeletonEqualsTheNumpyEngineTest(unittest.TestCase):
             g.commit([3, 0, 2], verify)
         self.assertEqual([old2.capture(r).digest for r in range(3)], [new2.capture(r).digest for r in range(3)])
         self.assertEqual(new2.drafter_lengths(), [old2.capture(r).draft_offset for r in range(3)])
+
+    @unittest.skipUnless(os.path.isdir(EXTERNAL_MOE), "external MoE reference data not found")
+    def test_moe_router_choices_are_the_numpy_engines(self):
+        d = external("float32", EXTERNAL_MOE)[0]
+        m = nb.Model(d, "moe")
+        cfg = {"hiddenSize": m.cfg.hidden, "numKvHeads": m.cfg.kv_heads, "headDim": m.cfg.head_dim,
+               "vocabSize": m.vocab}
+        old, new = m.open_rows([None, None]), sk.NumpyRows(m, LoadArgs(d, "hf", "moe", {}, cfg))
+        new.append([None, None])
+        rng = np.random.default_rng(4)
+        h = m.cfg.hidden
+        toks, ctx = i32(rng.integers(0, m.vocab, (2, 4))), f32(rng.standard_normal((2, 4, h)))
+        verify = f32(rng.standard_normal((2, 3, h)))
+        steps = [lambda g: g.prefill(toks, ctx), lambda g: g.draft([3, 5], 2, [0, 0], [GREEDY] * 2),
+                 lambda g: g.commit([2, 0], verify), lambda g: g.prefill(toks, ctx)]
+        for call in steps:
+            call(old)
+            call(new)
+            # the same (row, KV position, experts) triples; the skeleton computes them step by step across rows (as
+            # AbstractDraftRows does), the numpy engine row by row
+            want = sorted((r, p, list(e)) for r, p, e in old.choices)
+            self.assertTrue(want)
+            self.assertEqual(sorted((r, p, list(e)) for r, p, e in new.router_choices()), want)
+        self.assertEqual([old.capture(r).digest for r in range(2)], [new.capture(r).digest for r in range(2)])
 
     def test_a_chunked_prefill_equals_one_forward(self):
         rng = np.random.default_rng(5)
