@@ -157,7 +157,8 @@ test("the README's adapter is examples/skeleton_backend.ts", () => {
   assert.equal(readmeBlock("ts", "// The fake block (fake_block.ts"), readFileSync(path.join(pkg, "examples", "skeleton_backend.ts"), "utf8"));
 });
 
-test("the README's my_engine.mjs, with mtp-wire installed the npm way, passes the lifecycle suite over a pipe", () => {
+test("the README's my_engine.mjs, with mtp-wire installed the npm way, passes the lifecycle suite over a pipe",
+  { skip: process.versions.bun ? "runs wire.test.mjs with node --test" : false }, () => {
   const dir = mkdtempSync(path.join(tmpdir(), "mtp-wire-readme-"));
   try {
     mkdirSync(path.join(dir, "node_modules"));
