@@ -4,6 +4,7 @@ RowContract's kinds and messages (copied here from RowContract.java / AbstractDr
 change nothing; a failure at any step of any call changes nothing; the README's snippets run as written after
 `pip install ./adapters/python`."""
 
+import importlib.util
 import os
 import re
 import shutil
@@ -295,6 +296,7 @@ class ReadmeSnippetsTest(unittest.TestCase):
         with open(os.path.join(EXAMPLES, "numpy_skeleton_backend.py"), encoding="utf-8") as f:
             self.assertEqual(readme_block('"""The numpy engine'), f.read())
 
+    @unittest.skipUnless(importlib.util.find_spec("pip"), "pip is not installed for " + sys.executable)
     def test_pip_install_then_my_engine_as_written(self):
         tmp = tempfile.mkdtemp(prefix="mtp-wire-readme-")
         try:
