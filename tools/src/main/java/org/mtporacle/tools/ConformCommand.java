@@ -76,6 +76,7 @@ final class ConformCommand implements Callable<Integer> {
         Mixins.Usage.require(spec, chains >= 1, "--chains " + chains + ": must be ≥ 1");
         Mixins.Usage.require(spec, maxActions >= 1, "--max-actions " + maxActions + ": must be ≥ 1");
         List<BackendSelection.Choice> selected = Mixins.Usage.lookup(spec, () -> BackendSelection.select(backends));
+        Handshakes.require(selected.stream().map(BackendSelection.Choice::backend).distinct().toList());
         ContextSource source = contexts.source();
         List<FixtureRecipe> recipes = fixtures.isEmpty() ? (source.tap() == null ? FixtureRecipe.BUNDLED
                 : FixtureRecipe.TARGETS.stream().map(FixtureRecipe::named).toList())

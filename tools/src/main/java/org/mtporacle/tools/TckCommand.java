@@ -109,6 +109,7 @@ final class TckCommand implements Callable<Integer> {
         MtpBackend b = Mixins.Usage.lookup(spec, this::resolve);
         BackendProfile p = Mixins.Usage.lookup(spec, () -> profile(b));
         BackendSelection.requireAvailable(b); // asked for by name: unavailable is exit 3, not a run of skips
+        Handshakes.require(List.of(b)); // an engine that cannot answer hello: one line, exit 3
         TckSubject.configure(b, p, chains, prefillSplit, dense, quantized, source);
         if (!json) {
             System.out.println("mtp tck: " + UntrustedText.clip(b.name()) + " (profile " + UntrustedText.clip(p.label())
