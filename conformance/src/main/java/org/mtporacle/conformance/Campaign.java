@@ -129,7 +129,7 @@ public final class Campaign {
         Divergence d = again.passed() ? failed.divergence() : again.divergence();
         Path trace = null;
         if (s.traceDir() != null) {
-            trace = s.traceDir().resolve("chain-" + fileSafe(s.backend()) + "-" + s.fixture() + "-"
+            trace = s.traceDir().resolve("chain-" + fileSafe(s.backend()) + "-" + fileSafe(s.fixture()) + "-"
                     + Long.toHexString(failed.seed()) + ".json");
             try {
                 TraceFiles.write(new ChainTrace(ChainTrace.FORMAT, s.fixture(), oracle.model().identity(),

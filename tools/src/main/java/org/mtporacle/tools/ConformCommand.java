@@ -62,6 +62,18 @@ final class ConformCommand implements Callable<Integer> {
                     + "are removed; default: ${DEFAULT-VALUE}).")
     Path report;
 
+    @Option(names = "--expected-failures", paramLabel = "FILE",
+            description = "Known failures, one entry a line as PROFILE @ FIXTURE (# comments), e.g. "
+                    + "'mlx/native @ tiny-q4': listed entries may fail; a new failure or a listed entry that passes "
+                    + "fails the run.")
+    Path expectedFailures;
+
+    @Option(names = "--junit", paramLabel = "FILE", description = "Also write the entries' outcomes as JUnit XML.")
+    Path junit;
+
+    @Mixin
+    ModelOption model;
+
     @Mixin
     Mixins.Contexts contexts;
 
@@ -78,13 +90,23 @@ final class ConformCommand implements Callable<Integer> {
         List<BackendSelection.Choice> selected = Mixins.Usage.lookup(spec, () -> BackendSelection.select(backends));
         Handshakes.require(selected.stream().map(BackendSelection.Choice::backend).distinct().toList());
         ContextSource source = contexts.source();
-        List<FixtureRecipe> recipes = fixtures.isEmpty() ? (source.tap() == null ? FixtureRecipe.BUNDLED
-                : FixtureRecipe.TARGETS.stream().map(FixtureRecipe::named).toList())
-                : Mixins.Usage.lookup(spec, () -> fixtures.stream().map(FixtureRecipe::named).toList());
+        List<FixtureRecipe> recipes = new ArrayList<>(fixtures.isEmpty() && !model.given() ? (source.tap() == null
+                ? FixtureRecipe.BUNDLED : FixtureRecipe.TARGETS.stream().map(FixtureRecipe::named).toList())
+                : Mixins.Usage.lookup(spec, () -> fixtures.stream().map(FixtureRecipe::named).toList()));
+        recipes.addAll(model.recipes());
         Mixins.Usage.lookup(spec, () -> {
             Conform.checkContexts(recipes, source);
             return null;
         });
+        ExpectedFailures expected = expectedFailures == null ? null : ExpectedFailures.read(expectedFailures);
+        if (expected != null) {
+            List<String> keys = new ArrayList<>();
+            recipes.forEach(fx -> selected.forEach(c -> keys.add(c.label() + " @ " + fx.name())));
+            Mixins.Usage.lookup(spec, () -> {
+                expected.requireKnown(keys, "entry");
+                return null;
+            });
+        }
         ChainGenerator.Limits d = ChainGenerator.Limits.defaults();
         Conform.Options o = new Conform.Options(selected, backends, recipes, chains, seed, shard.index(),
                 shard.count(), report, FixtureRecipe.defaultCache(), new ChainGenerator.Limits(maxActions,
@@ -124,6 +146,19 @@ final class ConformCommand implements Callable<Integer> {
             }
         });
         Path file = ReportFiles.write(r, report);
+        if (junit != null) {
+            JUnitXml.write(junit, "mtp conform", r.entries().stream().map(e -> new JUnitXml.Case("mtp.conform."
+                    + e.profile(), e.key(), e.status().name(), e.status() == ConformReport.Status.FAILED
+                    ? (e.failures().isEmpty() ? e.reason() : e.failures().getFirst().message()
+                    + (e.failures().getFirst().trace() == null ? "" : "\ntrace: " + e.failures().getFirst().trace()))
+                    : e.reason(), e.seconds())).toList(), r.entries().stream().mapToDouble(
+                    ConformReport.Entry::seconds).sum());
+        }
+        ExpectedFailures.Judgement judged = expected == null ? null : expected.judge(
+                r.entries().stream().filter(e -> e.status() == ConformReport.Status.FAILED)
+                        .map(ConformReport.Entry::key).toList(),
+                r.entries().stream().filter(e -> e.status() == ConformReport.Status.PASSED)
+                        .map(ConformReport.Entry::key).toList());
         if (json.json) {
             System.out.println(ReportFiles.toJson(r));
         } else {
@@ -135,6 +170,15 @@ final class ConformCommand implements Callable<Integer> {
                 }
             });
             System.out.println("report: " + file + " and " + file.resolveSibling("report.html"));
+            if (judged != null) {
+                judged.lines(expected.file()).forEach(System.out::println);
+            }
+            if (junit != null) {
+                System.out.println("junit: " + junit);
+            }
+        }
+        if (judged != null && r.verdict() != ConformReport.Verdict.UNAVAILABLE) {
+            return judged.ok() ? MtpCommand.EXIT_OK : MtpCommand.EXIT_FAILED;
         }
         return exitCode(r);
     }
