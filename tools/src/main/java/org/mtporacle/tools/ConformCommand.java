@@ -17,6 +17,7 @@ import picocli.CommandLine.Spec;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -87,7 +88,13 @@ final class ConformCommand implements Callable<Integer> {
     public Integer call() {
         Mixins.Usage.require(spec, chains >= 1, "--chains " + chains + ": must be ≥ 1");
         Mixins.Usage.require(spec, maxActions >= 1, "--max-actions " + maxActions + ": must be ≥ 1");
-        List<BackendSelection.Choice> selected = Mixins.Usage.lookup(spec, () -> BackendSelection.select(backends));
+        List<BackendSelection.Choice> selected = new ArrayList<>(Mixins.Usage.lookup(spec,
+                () -> BackendSelection.select(backends)));
+        BundledEngines.Found bundled = null;
+        if (backends.isEmpty()) { // the default run: a second implementation wherever one can run
+            bundled = BundledEngines.numpy(System.getProperty(BundledEngines.HOME));
+            selected.addAll(bundled.choices());
+        }
         Handshakes.require(selected.stream().map(BackendSelection.Choice::backend).distinct().toList());
         ContextSource source = contexts.source();
         List<FixtureRecipe> recipes = new ArrayList<>(fixtures.isEmpty() && !model.given() ? (source.tap() == null
@@ -117,7 +124,18 @@ final class ConformCommand implements Callable<Integer> {
             progress.println(TextReport.header(new ConformReport("", "", seed, chains, List.of(shard.text()),
                     source.describe(), List.of(), new ConformReport.Plan(shard.count(), maxActions, backends,
                     List.of()), List.of())));
+            if (bundled != null) {
+                progress.println(bundled.note());
+            }
         }
+        try (StopOnSignal signal = new StopOnSignal("mtp conform", Duration.ofSeconds(Math.max(60,
+                org.mtporacle.wire.ExecBackend.configuredTimeout().toSeconds() + 30)))) {
+            return run(o, selected, expected, progress, live, signal);
+        }
+    }
+
+    private int run(Conform.Options o, List<BackendSelection.Choice> selected, ExpectedFailures expected,
+                    ProgressLine progress, boolean live, StopOnSignal signal) {
         ConformReport r = Conform.run(o, new Conform.Listener() {
             String label = "";
             long failed;
@@ -143,6 +161,11 @@ final class ConformCommand implements Callable<Integer> {
                 } else {
                     progress.finish();
                 }
+            }
+
+            @Override
+            public boolean stopRequested() {
+                return signal.requested();
             }
         });
         Path file = ReportFiles.write(r, report);
@@ -176,7 +199,20 @@ final class ConformCommand implements Callable<Integer> {
             if (junit != null) {
                 System.out.println("junit: " + junit);
             }
+            selected.stream().map(BackendSelection.Choice::backend).distinct()
+                    .filter(b -> b.name().equals(org.mtporacle.reference.ReferenceBackend.NAME)).forEach(b ->
+                            System.out.println("note: the 'reference' entries hold the reference to itself (the "
+                                    + "kit's self-check, not a second implementation); "
+                                    + (selected.stream().anyMatch(c -> !c.backend().name().equals(b.name())
+                                    && c.backend().availability().available())
+                                    ? "the other entries compare independent implementations"
+                                    : "name a backend or engine with --backend to compare one")));
+            if (signal.requested()) {
+                System.out.println("stopped by a signal: the report holds the " + r.entries().size() + " entries that "
+                        + "ran (" + r.unfinished().size() + " unfinished, listed in it)");
+            }
         }
+        System.out.flush();
         if (judged != null && r.verdict() != ConformReport.Verdict.UNAVAILABLE) {
             return judged.ok() ? MtpCommand.EXIT_OK : MtpCommand.EXIT_FAILED;
         }

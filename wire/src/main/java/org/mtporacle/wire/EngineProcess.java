@@ -114,8 +114,14 @@ final class EngineProcess implements AutoCloseable {
      * @throws MtpException UNAVAILABLE when it cannot be started (no such program, not executable)
      */
     static EngineProcess start(String label, List<String> command, Duration timeout) {
+        return start(label, command, timeout, null);
+    }
+
+    /** As {@link #start(String, List, Duration)}, in {@code directory} (null: this process's working directory). */
+    static EngineProcess start(String label, List<String> command, Duration timeout, java.nio.file.Path directory) {
         try {
-            Process p = new ProcessBuilder(command).redirectInput(ProcessBuilder.Redirect.PIPE).start();
+            Process p = new ProcessBuilder(command).directory(directory == null ? null : directory.toFile())
+                    .redirectInput(ProcessBuilder.Redirect.PIPE).start();
             return new EngineProcess(label, timeout, p);
         } catch (IOException e) {
             throw new MtpException(MtpException.Kind.UNAVAILABLE, label + ": cannot start " + command + " ("

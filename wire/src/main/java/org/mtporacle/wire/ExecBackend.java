@@ -38,6 +38,7 @@ public final class ExecBackend implements MtpBackend {
     private final String commandLine;
     private final List<String> command;
     private final Duration timeout;
+    private final java.nio.file.Path directory;
     private Hello hello;
     private EngineProcess spare; // the probe's process, handed to the first load
     private String probeFailure;
@@ -48,6 +49,15 @@ public final class ExecBackend implements MtpBackend {
      * @throws MtpException INVALID_ARGUMENT for an empty command or an unclosed quote
      */
     public ExecBackend(String commandLine, Duration timeout) {
+        this(commandLine, timeout, null);
+    }
+
+    /**
+     * As {@link #ExecBackend(String, Duration)}, the command started in {@code directory} (null: this process's
+     * working directory), as a replay of a trace recorded in another folder does.
+     */
+    public ExecBackend(String commandLine, Duration timeout, java.nio.file.Path directory) {
+        this.directory = directory;
         this.commandLine = commandLine;
         this.command = CommandWords.split(commandLine);
         if (timeout.isNegative() || timeout.isZero()) {
@@ -219,7 +229,7 @@ public final class ExecBackend implements MtpBackend {
 
     /** Starts the engine and shakes hands; the caller owns the process. */
     EngineProcess start() {
-        EngineProcess e = EngineProcess.start(name(), command, timeout);
+        EngineProcess e = EngineProcess.start(name(), command, timeout, directory);
         try {
             handshake(e);
             return e;
@@ -266,7 +276,7 @@ public final class ExecBackend implements MtpBackend {
         }
         EngineProcess e;
         try {
-            e = EngineProcess.start(name(), command, timeout);
+            e = EngineProcess.start(name(), command, timeout, directory);
         } catch (MtpException ex) {
             probeFailure = ex.getMessage();
             cannotStart = ex.kind() == MtpException.Kind.UNAVAILABLE;
