@@ -191,8 +191,12 @@ final class EngineProcess implements AutoCloseable {
         }
         if (got instanceof Ended end) {
             if (end.cause() instanceof WireFrame.FramingException fe) {
-                throw fail(op, "the engine wrote something that is not a frame on stdout: " + fe.getMessage()
-                        + " (stdout carries only frames; log to stderr, WIRE.md §1)");
+                // text where a header belongs is a stray print; a header that parsed but describes its tensors
+                // wrongly (dtype, shape, nbytes, references) is the engine's framing, not its logging
+                boolean stray = fe.getMessage().startsWith("not a frame header");
+                throw fail(op, stray ? "the engine wrote something that is not a frame on stdout: " + fe.getMessage()
+                        + " (stdout carries only frames; log to stderr, WIRE.md §1)" : "the engine's reply frame is "
+                        + "malformed: " + fe.getMessage() + " (WIRE.md §2.1)");
             }
             throw fail(op, "the engine " + exitDescription() + (end.cause() == null ? ""
                     : " (" + end.cause().getMessage() + ")"));

@@ -71,4 +71,20 @@ class ExecCampaignFaultsTest {
                 .contains("did not fail when replayed in a fresh process");
         assertReplayable(f);
     }
+
+    @Test
+    void aReplyWhoseTensorBytesDoNotMatchItsShapeIsAMalformedFrameNotAStrayPrint() throws Exception {
+        Path engine = tmp.resolve("engine.sh");
+        java.nio.file.Files.writeString(engine, "read line\nprintf '%s\\n' '{\"id\":1,\"ok\":true,\"result\":"
+                + "{\"protocol\":\"mtp-oracle-wire/1\",\"engine\":{\"name\":\"toy\",\"version\":\"1\"},"
+                + "\"profiles\":[{\"label\":\"toy\",\"options\":{},\"tolerance\":{\"name\":\"f32\","
+                + "\"tokenGap\":1e-4,\"kvNmse\":1e-9,\"hiddenNmse\":0}}],\"capabilities\":{}}}'\nread line\n"
+                + "printf '%s\\n' '{\"id\":2,\"ok\":true,\"result\":{\"model\":1},\"tensors\":[{\"dtype\":"
+                + "\"F32\",\"shape\":[2],\"nbytes\":4}]}'\nsleep 5\n");
+        ExecBackend b = new ExecBackend("sh '" + engine + "'", Duration.ofSeconds(10));
+        MtpModel model = FixtureRecipe.named("tiny").load(TestEngines.fixtureCache());
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> b.load(model, Map.of()))
+                .hasMessageContaining("reply frame is malformed").hasMessageContaining("nbytes = 4, expected 8")
+                .hasMessageNotContaining("log to stderr");
+    }
 }
