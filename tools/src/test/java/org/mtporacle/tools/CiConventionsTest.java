@@ -142,10 +142,12 @@ class CiConventionsTest {
         assertThat(r.exit()).isZero();
         assertThat(r.out()).containsPattern("^mtp \\d+\\.\\d+\\.\\d+\\S* \\(commit ([0-9a-f]{12}(\\+modified)?|unknown), "
                 + "Java \\d+");
-        Process git = new ProcessBuilder("git", "rev-parse", "--short=12", "HEAD").redirectErrorStream(true).start();
-        String head = new String(git.getInputStream().readAllBytes()).strip();
-        if (git.waitFor() == 0) {
-            assertThat(r.out()).contains("commit " + head); // built from this checkout
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("commit ([0-9a-f]{12})").matcher(r.out());
+        if (m.find()) { // the commit baked in is one of this checkout's (HEAD may have moved since the build)
+            Process git = new ProcessBuilder("git", "cat-file", "-e", m.group(1) + "^{commit}")
+                    .redirectErrorStream(true).start();
+            git.getInputStream().readAllBytes();
+            assertThat(git.waitFor()).as("git cat-file -e %s", m.group(1)).isZero();
         }
     }
 }
