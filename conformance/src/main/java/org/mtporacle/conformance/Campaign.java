@@ -19,6 +19,8 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 
 /**
  * A lockstep campaign: {@code chains} seeded chains of one backend against the reference on one fixture. Failing
@@ -52,9 +54,9 @@ public final class Campaign {
                           Path trace) {
     }
 
-    /** What a campaign found. */
+    /** What a campaign found; {@code stopped} when it was asked to stop before its last chain. */
     public record Result(Settings settings, String modelIdentity, String numerics, long chainsRun, long passed,
-                         List<Failure> failures, ChainOutcome.Stats stats, double seconds) {
+                         List<Failure> failures, ChainOutcome.Stats stats, double seconds, boolean stopped) {
         public boolean ok() {
             return failures.isEmpty();
         }
@@ -86,6 +88,17 @@ public final class Campaign {
     /** Runs the campaign with {@code taps}' contexts (null: synthetic); traces record which. */
     public static Result run(Settings s, ReferenceDraftModel oracle, DraftModel subject, TargetTaps taps,
                              Progress progress) {
+        return run(s, oracle, subject, taps, progress, null, () -> false);
+    }
+
+    /**
+     * As {@link #run(Settings, ReferenceDraftModel, DraftModel, TargetTaps, Progress)}; {@code fresh} loads the
+     * backend anew (a fresh engine process) to check whether a failure reproduces without the history of the
+     * running one (null: not checked), and the campaign stops after the chain during which {@code stop} turned true
+     * (a Ctrl-C), its result saying so.
+     */
+    public static Result run(Settings s, ReferenceDraftModel oracle, DraftModel subject, TargetTaps taps,
+                             Progress progress, Supplier<DraftModel> fresh, BooleanSupplier stop) {
         Lockstep lockstep = new Lockstep(oracle, subject, s.tolerance(), taps);
         ChainGenerator gen = new ChainGenerator(s.limits());
         long start = System.nanoTime();
@@ -93,7 +106,8 @@ public final class Campaign {
         ChainOutcome.Stats stats = ChainOutcome.Stats.NONE;
         long total = s.endChain() - s.firstChain();
         long passed = 0;
-        for (long i = s.firstChain(); i < s.endChain(); i++) {
+        long run = 0;
+        for (long i = s.firstChain(); i < s.endChain() && !stop.getAsBoolean(); i++) {
             long seed = chainSeed(s.seed(), i);
             List<Action> chain = gen.generate(seed);
             ChainOutcome out = lockstep.run(seed, chain);
@@ -101,12 +115,36 @@ public final class Campaign {
             if (out.passed()) {
                 passed++;
             } else {
-                failures.add(shrinkAndRecord(s, lockstep, oracle, out));
+                failures.add(shrinkAndRecord(s, lockstep, oracle, out,
+                        failures.size() < FRESH_CHECKS ? fresh : null, taps, stop));
             }
+            run++;
             progress.chainDone(i - s.firstChain() + 1, total, out.passed());
         }
         double seconds = (System.nanoTime() - start) / 1e9;
-        return new Result(s, oracle.model().identity(), subject.numerics(), total, passed, failures, stats, seconds);
+        return new Result(s, oracle.model().identity(), subject.numerics(), run, passed, failures, stats, seconds,
+                run < total);
+    }
+
+    /** How many failures of a campaign are re-run in a fresh process (each costs an engine start). */
+    static final int FRESH_CHECKS = 3;
+
+    /**
+     * How an {@code exec:} engine's failure says it did not reply in time (WIRE.md §6, "no reply within … (the
+     * per-call timeout"): such a chain is not shrunk, since every attempt that reaches the hang waits that long again.
+     */
+    public static final String TIMEOUT_MARK = "(the per-call timeout";
+
+    /** "" when {@code chain} fails again on a freshly loaded backend, else a note saying it did not. */
+    private static String freshCheck(Settings s, ReferenceDraftModel oracle, Supplier<DraftModel> fresh,
+                                     TargetTaps taps, long seed, List<Action> chain) {
+        try (DraftModel subject = fresh.get()) {
+            ChainOutcome o = new Lockstep(oracle, subject, s.tolerance(), taps).run(seed, chain);
+            return o.passed() ? "; it did not fail when replayed in a fresh process (the fault depends on the "
+                    + "process's history: calls of earlier chains)" : "";
+        } catch (org.mtporacle.api.MtpException e) {
+            return "; it could not be replayed in a fresh process (" + e.getMessage() + ")";
+        }
     }
 
     /** {@code name} usable in a file name: {@code exec:python3 x.py} → {@code exec_python3_x.py} (at most 48 chars). */
@@ -118,23 +156,61 @@ public final class Campaign {
     /** Shrinks a failing outcome (same divergence category) and writes its trace. */
     public static Failure shrinkAndRecord(Settings s, Lockstep lockstep, ReferenceDraftModel oracle,
                                           ChainOutcome failed) {
+        return shrinkAndRecord(s, lockstep, oracle, failed, null, null, () -> false);
+    }
+
+    /**
+     * Shrinks a failing outcome (same divergence category) and writes its trace, which always replays: the chain
+     * written is the one whose divergence is written. A chain that timed out is not shrunk ({@link #TIMEOUT_MARK}); a
+     * shrunk chain that passes when run again (a fault that depends on the engine's history) is given up for the
+     * unshrunk one; with {@code fresh}, the chain written is run once more on a freshly loaded backend, and the
+     * divergence says when it did not fail there. A {@code stop} ends the shrinking early.
+     */
+    static Failure shrinkAndRecord(Settings s, Lockstep lockstep, ReferenceDraftModel oracle, ChainOutcome failed,
+                                   Supplier<DraftModel> fresh, TargetTaps taps, BooleanSupplier stop) {
         Divergence.Category category = failed.divergence().category();
         List<Action> failing = failed.chain().subList(0, failed.executed());
-        Shrinker shrinker = new Shrinker(c -> {
-            ChainOutcome o = lockstep.run(failed.seed(), c);
-            return !o.passed() && o.divergence().category() == category;
-        }, s.shrinkAttempts());
-        List<Action> shrunk = shrinker.shrink(failing);
-        ChainOutcome again = lockstep.run(failed.seed(), shrunk);
-        Divergence d = again.passed() ? failed.divergence() : again.divergence();
+        Divergence d = failed.divergence();
+        List<Action> shrunk = failing;
+        String note = "";
+        if (d.message() != null && d.message().contains(TIMEOUT_MARK)) {
+            note = "; not shrunk: the engine did not reply in time, and every shrink attempt would wait as long";
+        } else {
+            Shrinker shrinker = new Shrinker(c -> {
+                if (stop.getAsBoolean()) {
+                    return false;
+                }
+                ChainOutcome o = lockstep.run(failed.seed(), c);
+                return !o.passed() && o.divergence().category() == category;
+            }, s.shrinkAttempts());
+            List<Action> candidate = shrinker.shrink(failing);
+            if (candidate.size() < failing.size()) {
+                ChainOutcome again = lockstep.run(failed.seed(), candidate);
+                if (!again.passed()) {
+                    shrunk = candidate;
+                    d = again.divergence();
+                } else {
+                    note = "; the shrunk chain passed when run again, so the chain is recorded unshrunk (the fault "
+                            + "depends on what the engine ran before)";
+                }
+            }
+        }
+        if (fresh != null && !note.startsWith("; not shrunk")) { // a hang would wait out the timeout again
+            note += freshCheck(s, oracle, fresh, taps, failed.seed(), shrunk);
+        }
+        if (!note.isEmpty()) {
+            d = new Divergence(d.kind(), d.actionIndex(), d.side(), d.row(), d.position(), d.evidence(),
+                    d.message() + note);
+        }
         Path trace = null;
         if (s.traceDir() != null) {
-            trace = s.traceDir().resolve("chain-" + fileSafe(s.backend()) + "-" + s.fixture() + "-"
+            trace = s.traceDir().resolve("chain-" + fileSafe(s.backend()) + "-" + fileSafe(s.fixture()) + "-"
                     + Long.toHexString(failed.seed()) + ".json");
             try {
                 TraceFiles.write(new ChainTrace(ChainTrace.FORMAT, s.fixture(), oracle.model().identity(),
                         s.backend(), s.options(), s.tolerance(), lockstep.contexts(), failed.seed(), shrunk, d,
-                        failed.chain().size()), trace);
+                        failed.chain().size(), s.backend().startsWith("exec:")
+                        ? Path.of("").toAbsolutePath().toString() : null), trace); // where the engine's command ran
             } catch (IOException e) {
                 throw new UncheckedIOException("conform: cannot write trace " + trace, e);
             }

@@ -62,6 +62,14 @@ public final class Conform {
         void chainDone(long done, long total, boolean passed);
 
         void entryDone(ConformReport.Entry entry);
+
+        /**
+         * True once the run should stop (a Ctrl-C): the running campaign ends after its current chain, its entry is
+         * reported with the chains it ran, and the entries not started are listed as unfinished.
+         */
+        default boolean stopRequested() {
+            return false;
+        }
     }
 
     /** Where the hiddens fed to prefill and commit come from by default, as the report says it. */
@@ -106,6 +114,9 @@ public final class Conform {
         }
         List<ConformReport.Entry> entries = new ArrayList<>();
         for (FixtureRecipe fx : o.fixtures()) {
+            if (listener.stopRequested()) {
+                break;
+            }
             MtpModel model = fx.load(o.fixtureCache());
             int threads = Runtime.getRuntime().availableProcessors();
             try (ReferenceDraftModel oracle = ReferenceBackend.load(model, ReferenceBackend.configuredMode(), threads);
@@ -114,10 +125,20 @@ public final class Conform {
                          threads)) {
                 TargetTaps taps = target == null ? null : new TargetTaps(target, o.contexts().tap());
                 for (BackendSelection.Choice c : o.choices()) {
+                    if (listener.stopRequested()) {
+                        break;
+                    }
                     listener.entryStarted(c.label(), fx.name());
                     ConformReport.Entry e = entry(o, fx, model, oracle, taps, c.backend(), c.profile(), listener);
                     entries.add(e);
-                    unfinished.remove(shard + ": " + c.label() + " @ " + fx.name());
+                    if (!listener.stopRequested() || e.chainsRun() == plannedChains(o)
+                            || e.status() == ConformReport.Status.UNAVAILABLE) {
+                        unfinished.remove(shard + ": " + c.label() + " @ " + fx.name());
+                    } else {
+                        String key = shard + ": " + c.label() + " @ " + fx.name();
+                        unfinished.set(unfinished.indexOf(key), key + " (stopped after " + e.chainsRun() + " of "
+                                + plannedChains(o) + " chains)");
+                    }
                     if (o.reportDir() != null && !unfinished.isEmpty()) {
                         ReportFiles.write(report(o, shard, entries, unfinished), o.reportDir());
                     }
@@ -125,7 +146,13 @@ public final class Conform {
                 }
             }
         }
-        return report(o, shard, entries, List.of());
+        return report(o, shard, entries, listener.stopRequested() ? unfinished : List.of());
+    }
+
+    /** The chains of this shard of one entry. */
+    private static long plannedChains(Options o) {
+        return (long) o.chains() * (o.shardIndex() + 1) / o.shardCount() - (long) o.chains() * o.shardIndex()
+                / o.shardCount();
     }
 
     private static ConformReport report(Options o, String shard, List<ConformReport.Entry> entries,
@@ -161,7 +188,8 @@ public final class Conform {
             Campaign.Settings s = new Campaign.Settings(fx.name(), b.name(), p.options(), tol, o.chains(), o.seed(),
                     o.shardIndex(), o.shardCount(), within(o.limits(), b.capabilities()), o.reportDir() == null ? null
                     : o.reportDir().resolve("traces"), 400);
-            Campaign.Result r = Campaign.run(s, oracle, subject, taps, listener::chainDone);
+            Campaign.Result r = Campaign.run(s, oracle, subject, taps, listener::chainDone,
+                    () -> b.load(model, p.options()), listener::stopRequested);
             ChainOutcome.Stats st = r.stats();
             List<ConformReport.FailureRecord> failures = new ArrayList<>();
             for (Campaign.Failure f : r.failures()) {

@@ -62,16 +62,80 @@ public record FixtureRecipe(String name, String preset, long seed, FixtureModels
     /** The fixtures with a target that {@code --contexts target} runs when no fixture is named. */
     public static final List<String> TARGETS = List.of("tiny-target", "small-target", "tiny-moe-target");
 
-    /** The recipe called {@code name}. */
+    /** The name prefix of a model directory: {@code model:/abs/path} (a trace's fixture field names it so). */
+    public static final String MODEL_PREFIX = "model:";
+    private static final String DIRECTORY = "directory";
+    private static final String DIRECTORY_WITH_TARGET = "directory+target";
+
+    /** The recipe called {@code name}: a bundled or extra recipe, or a model directory {@code model:PATH}. */
     public static FixtureRecipe named(String name) {
+        if (name.startsWith(MODEL_PREFIX)) {
+            return directory(Path.of(name.substring(MODEL_PREFIX.length())));
+        }
         return Stream.concat(BUNDLED.stream(), EXTRA.stream()).filter(r -> r.name.equals(name)).findFirst()
                 .orElseThrow(() -> MtpException.invalidArgument("fixture: no fixture named '" + name + "' (known: "
                         + String.join(", ", Stream.concat(BUNDLED.stream(), EXTRA.stream()).map(FixtureRecipe::name)
                         .toList()) + ")"));
     }
 
+    /**
+     * A model directory of the user's ({@code --model DIR}): a drafter checkpoint (a Hugging Face release or a
+     * converted companion) or a hybrid release whose target {@link #loadTarget} reads too. It is loaded once here to
+     * check it and read its quantization; it is never written or cached. Its name is {@code model:} and its absolute
+     * path, so a trace recorded on it replays from any folder.
+     *
+     * @throws MtpException MALFORMED_FILE or INCOMPATIBLE_MODEL from the loader, naming what is wrong
+     */
+    public static FixtureRecipe directory(Path dir) {
+        Path abs = dir.toAbsolutePath().normalize();
+        MtpModel m = ModelLoader.load(abs);
+        int bits = 0;
+        int group = 0;
+        DType dtype = DType.F32;
+        switch (m.weights().fc()) {
+            case org.mtporacle.api.LinearWeight.Affine a -> {
+                bits = a.bits();
+                group = a.groupSize();
+            }
+            case org.mtporacle.api.LinearWeight.Dense d -> dtype = d.weight().dtype();
+        }
+        FixtureModels.Layout layout = m.layout().equals("hf") ? FixtureModels.Layout.HF
+                : FixtureModels.Layout.COMPANION;
+        return new FixtureRecipe(MODEL_PREFIX + abs, hasTargetLayers(abs) ? DIRECTORY_WITH_TARGET : DIRECTORY, 0,
+                layout, dtype, bits, group);
+    }
+
+    /** True when {@code dir}'s config reads as a hybrid release and its files hold the target's layers. */
+    private static boolean hasTargetLayers(Path dir) {
+        try {
+            org.mtporacle.io.TargetConfigReader.read(dir.resolve("config.json"));
+        } catch (MtpException e) {
+            return false;
+        }
+        try (org.mtporacle.io.ShardedTensorStore store = org.mtporacle.io.ShardedTensorStore.open(dir)) {
+            return store.names().stream().anyMatch(n -> n.contains("layers.0.") && !n.startsWith("mtp."));
+        } catch (MtpException e) {
+            return false;
+        }
+    }
+
+    /** True for a model directory ({@link #directory}) rather than a recipe. */
+    public boolean isDirectory() {
+        return preset.equals(DIRECTORY) || preset.equals(DIRECTORY_WITH_TARGET);
+    }
+
+    /** The model directory of a {@link #directory} recipe. */
+    private Path directoryPath() {
+        return Path.of(name.substring(MODEL_PREFIX.length()));
+    }
+
     /** {@code tiny: preset tiny, seed 1, hf layout, BF16, dense}. */
     public String describe() {
+        if (isDirectory()) {
+            return name + ": your model directory, " + layout.name().toLowerCase() + " layout, " + (bits == 0
+                    ? dtype + ", dense" : bits + "-bit affine group " + groupSize)
+                    + (hasTarget() ? " (hybrid release: its target gives --contexts target)" : " (drafter only)");
+        }
         return name + ": preset " + preset + (hasTarget() ? " (hybrid target + MTP head)" : "") + ", seed " + seed
                 + ", " + layout.name().toLowerCase() + " layout, " + dtype + (bits == 0 ? ", dense"
                 : ", " + bits + "-bit affine group " + groupSize) + (hasTarget() && bits != 0
@@ -80,7 +144,7 @@ public record FixtureRecipe(String name, String preset, long seed, FixtureModels
 
     /** True when the recipe has a hybrid target beside its drafter (a {@link TargetFixtures} preset). */
     public boolean hasTarget() {
-        return TargetFixtures.isPreset(preset);
+        return preset.equals(DIRECTORY_WITH_TARGET) || TargetFixtures.isPreset(preset);
     }
 
     /** The recipes, by name, that have a target: what a message about a fixture without one lists. */
@@ -96,6 +160,9 @@ public record FixtureRecipe(String name, String preset, long seed, FixtureModels
 
     /** Writes the model under {@code cacheRoot} if it is not there yet, then loads it (the drafter). */
     public MtpModel load(Path cacheRoot) {
+        if (isDirectory()) {
+            return ModelLoader.load(directoryPath());
+        }
         if (!hasTarget()) {
             return ModelLoader.load(written(cacheRoot, cacheKey(),
                     tmp -> FixtureModels.write(preset, seed, tmp, layout, dtype, bits, groupSize)));
@@ -117,6 +184,9 @@ public record FixtureRecipe(String name, String preset, long seed, FixtureModels
         if (!hasTarget()) {
             throw MtpException.invalidArgument("fixture " + name + " has no target (fixtures with one: "
                     + String.join(", ", withTarget()) + ")");
+        }
+        if (isDirectory()) {
+            return TargetLoader.load(directoryPath());
         }
         return TargetLoader.load(release(cacheRoot));
     }

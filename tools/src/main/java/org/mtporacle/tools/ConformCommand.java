@@ -17,6 +17,7 @@ import picocli.CommandLine.Spec;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -62,6 +63,18 @@ final class ConformCommand implements Callable<Integer> {
                     + "are removed; default: ${DEFAULT-VALUE}).")
     Path report;
 
+    @Option(names = "--expected-failures", paramLabel = "FILE",
+            description = "Known failures, one entry a line as PROFILE @ FIXTURE (# comments), e.g. "
+                    + "'mlx/native @ tiny-q4': listed entries may fail; a new failure or a listed entry that passes "
+                    + "fails the run.")
+    Path expectedFailures;
+
+    @Option(names = "--junit", paramLabel = "FILE", description = "Also write the entries' outcomes as JUnit XML.")
+    Path junit;
+
+    @Mixin
+    ModelOption model;
+
     @Mixin
     Mixins.Contexts contexts;
 
@@ -75,15 +88,32 @@ final class ConformCommand implements Callable<Integer> {
     public Integer call() {
         Mixins.Usage.require(spec, chains >= 1, "--chains " + chains + ": must be ≥ 1");
         Mixins.Usage.require(spec, maxActions >= 1, "--max-actions " + maxActions + ": must be ≥ 1");
-        List<BackendSelection.Choice> selected = Mixins.Usage.lookup(spec, () -> BackendSelection.select(backends));
+        List<BackendSelection.Choice> selected = new ArrayList<>(Mixins.Usage.lookup(spec,
+                () -> BackendSelection.select(backends)));
+        BundledEngines.Found bundled = null;
+        if (backends.isEmpty()) { // the default run: a second implementation wherever one can run
+            bundled = BundledEngines.numpy(System.getProperty(BundledEngines.HOME));
+            selected.addAll(bundled.choices());
+        }
+        Handshakes.require(selected.stream().map(BackendSelection.Choice::backend).distinct().toList());
         ContextSource source = contexts.source();
-        List<FixtureRecipe> recipes = fixtures.isEmpty() ? (source.tap() == null ? FixtureRecipe.BUNDLED
-                : FixtureRecipe.TARGETS.stream().map(FixtureRecipe::named).toList())
-                : Mixins.Usage.lookup(spec, () -> fixtures.stream().map(FixtureRecipe::named).toList());
+        List<FixtureRecipe> recipes = new ArrayList<>(fixtures.isEmpty() && !model.given() ? (source.tap() == null
+                ? FixtureRecipe.BUNDLED : FixtureRecipe.TARGETS.stream().map(FixtureRecipe::named).toList())
+                : Mixins.Usage.lookup(spec, () -> fixtures.stream().map(FixtureRecipe::named).toList()));
+        recipes.addAll(model.recipes());
         Mixins.Usage.lookup(spec, () -> {
             Conform.checkContexts(recipes, source);
             return null;
         });
+        ExpectedFailures expected = expectedFailures == null ? null : ExpectedFailures.read(expectedFailures);
+        if (expected != null) {
+            List<String> keys = new ArrayList<>();
+            recipes.forEach(fx -> selected.forEach(c -> keys.add(c.label() + " @ " + fx.name())));
+            Mixins.Usage.lookup(spec, () -> {
+                expected.requireKnown(keys, "entry");
+                return null;
+            });
+        }
         ChainGenerator.Limits d = ChainGenerator.Limits.defaults();
         Conform.Options o = new Conform.Options(selected, backends, recipes, chains, seed, shard.index(),
                 shard.count(), report, FixtureRecipe.defaultCache(), new ChainGenerator.Limits(maxActions,
@@ -94,7 +124,18 @@ final class ConformCommand implements Callable<Integer> {
             progress.println(TextReport.header(new ConformReport("", "", seed, chains, List.of(shard.text()),
                     source.describe(), List.of(), new ConformReport.Plan(shard.count(), maxActions, backends,
                     List.of()), List.of())));
+            if (bundled != null) {
+                progress.println(bundled.note());
+            }
         }
+        try (StopOnSignal signal = new StopOnSignal("mtp conform", Duration.ofSeconds(Math.max(60,
+                org.mtporacle.wire.ExecBackend.configuredTimeout().toSeconds() + 30)))) {
+            return run(o, selected, expected, progress, live, signal);
+        }
+    }
+
+    private int run(Conform.Options o, List<BackendSelection.Choice> selected, ExpectedFailures expected,
+                    ProgressLine progress, boolean live, StopOnSignal signal) {
         ConformReport r = Conform.run(o, new Conform.Listener() {
             String label = "";
             long failed;
@@ -121,8 +162,26 @@ final class ConformCommand implements Callable<Integer> {
                     progress.finish();
                 }
             }
+
+            @Override
+            public boolean stopRequested() {
+                return signal.requested();
+            }
         });
         Path file = ReportFiles.write(r, report);
+        if (junit != null) {
+            JUnitXml.write(junit, "mtp conform", r.entries().stream().map(e -> new JUnitXml.Case("mtp.conform."
+                    + e.profile(), e.key(), e.status().name(), e.status() == ConformReport.Status.FAILED
+                    ? (e.failures().isEmpty() ? e.reason() : e.failures().getFirst().message()
+                    + (e.failures().getFirst().trace() == null ? "" : "\ntrace: " + e.failures().getFirst().trace()))
+                    : e.reason(), e.seconds())).toList(), r.entries().stream().mapToDouble(
+                    ConformReport.Entry::seconds).sum());
+        }
+        ExpectedFailures.Judgement judged = expected == null ? null : expected.judge(
+                r.entries().stream().filter(e -> e.status() == ConformReport.Status.FAILED)
+                        .map(ConformReport.Entry::key).toList(),
+                r.entries().stream().filter(e -> e.status() == ConformReport.Status.PASSED)
+                        .map(ConformReport.Entry::key).toList());
         if (json.json) {
             System.out.println(ReportFiles.toJson(r));
         } else {
@@ -134,6 +193,28 @@ final class ConformCommand implements Callable<Integer> {
                 }
             });
             System.out.println("report: " + file + " and " + file.resolveSibling("report.html"));
+            if (judged != null) {
+                judged.lines(expected.file()).forEach(System.out::println);
+            }
+            if (junit != null) {
+                System.out.println("junit: " + junit);
+            }
+            selected.stream().map(BackendSelection.Choice::backend).distinct()
+                    .filter(b -> b.name().equals(org.mtporacle.reference.ReferenceBackend.NAME)).forEach(b ->
+                            System.out.println("note: the 'reference' entries hold the reference to itself (the "
+                                    + "kit's self-check, not a second implementation); "
+                                    + (selected.stream().anyMatch(c -> !c.backend().name().equals(b.name())
+                                    && c.backend().availability().available())
+                                    ? "the other entries compare independent implementations"
+                                    : "name a backend or engine with --backend to compare one")));
+            if (signal.requested()) {
+                System.out.println("stopped by a signal: the report holds the " + r.entries().size() + " entries that "
+                        + "ran (" + r.unfinished().size() + " unfinished, listed in it)");
+            }
+        }
+        System.out.flush();
+        if (judged != null && r.verdict() != ConformReport.Verdict.UNAVAILABLE) {
+            return judged.ok() ? MtpCommand.EXIT_OK : MtpCommand.EXIT_FAILED;
         }
         return exitCode(r);
     }

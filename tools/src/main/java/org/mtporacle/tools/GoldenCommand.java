@@ -74,6 +74,9 @@ final class GoldenCommand implements Runnable {
         Path out;
 
         @Mixin
+        ModelOption model;
+
+        @Mixin
         Mixins.Contexts contexts;
 
         @Mixin
@@ -90,7 +93,12 @@ final class GoldenCommand implements Runnable {
                         + ": unknown, expected one of " + String.join(", ", GoldenScenarios.NAMES));
             }
             Map<String, List<String>> plan = new LinkedHashMap<>();
-            if (fixtures.isEmpty() && source.tap() != null) {
+            for (FixtureRecipe own : model.recipes()) {
+                plan.put(own.name(), scenarios.isEmpty() ? GoldenScenarios.NAMES : scenarios);
+            }
+            if (model.given() && fixtures.isEmpty()) {
+                // only the user's models
+            } else if (fixtures.isEmpty() && source.tap() != null) {
                 for (String f : FixtureRecipe.TARGETS) {
                     plan.put(f, scenarios.isEmpty() ? GoldenScenarios.NAMES : scenarios);
                 }
@@ -122,7 +130,7 @@ final class GoldenCommand implements Runnable {
                     TargetTaps taps = target == null ? null : new TargetTaps(target, source.tap());
                     for (String s : e.getValue()) {
                         progress.update("recording " + e.getKey() + "-" + s, done, total, "");
-                        Path json = GoldenScenarios.record(model, e.getKey(), s, out, taps);
+                        Path json = GoldenScenarios.record(model, fx.isDirectory() ? null : e.getKey(), s, out, taps);
                         done++;
                         progress.println(String.format("recorded %s (%s)", json, sizes(json)));
                     }

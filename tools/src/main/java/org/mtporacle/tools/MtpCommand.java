@@ -142,11 +142,20 @@ public final class MtpCommand implements Runnable {
         return m.startsWith(p) ? m.substring(p.length()) : m;
     }
 
+    /** {@code mtp --version}: the version and commit the build baked into {@code version.properties}. */
     static final class Version implements CommandLine.IVersionProvider {
         @Override
         public String[] getVersion() {
-            String v = MtpCommand.class.getPackage().getImplementationVersion();
-            return new String[] {"mtp " + (v == null ? "development build" : v)};
+            java.util.Properties p = new java.util.Properties();
+            try (var in = MtpCommand.class.getResourceAsStream("version.properties")) {
+                if (in != null) {
+                    p.load(in);
+                }
+            } catch (IOException e) {
+                // reported as unknown below
+            }
+            return new String[] {"mtp " + p.getProperty("version", "development build") + " (commit "
+                    + p.getProperty("commit", "unknown") + ", Java " + Runtime.version() + ")"};
         }
     }
 }

@@ -23,6 +23,8 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 import picocli.CommandLine.Parameters;
 
+import org.mtporacle.wire.ExecBackend;
+
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -47,6 +49,20 @@ final class ReplayCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
+    /**
+     * The trace's own {@code exec:} command started in the folder it was recorded in, so that its relative paths
+     * resolve the same from any folder; any other backend as it is.
+     */
+    static MtpBackend inRecordedDirectory(MtpBackend b, ChainTrace t) {
+        if (t.workingDirectory() == null || !b.name().equals(t.backend()) || !(b instanceof ExecBackend)) {
+            return b;
+        }
+        System.out.println("replay: starting the engine in " + UntrustedText.quote(t.workingDirectory())
+                + ", where the trace was recorded");
+        return new ExecBackend(t.backend().substring("exec:".length()), ExecBackend.configuredTimeout(),
+                Path.of(t.workingDirectory()));
+    }
+
     @Override
     public Integer call() {
         if (!java.nio.file.Files.isRegularFile(trace)) {
@@ -68,6 +84,7 @@ final class ReplayCommand implements Callable<Integer> {
                     + ", but a trace never chooses what runs — name it with --backend NAME, or pass --trace-backend "
                     + "to run the trace's own (for a trace you trust)");
         }
+        b = inRecordedDirectory(b, t);
         Map<String, String> options = backend.options.isEmpty() ? t.backendOptions() : backend.options;
         FixtureRecipe fx = FixtureRecipe.named(t.fixture());
         MtpModel model = fx.load(FixtureRecipe.defaultCache());

@@ -36,6 +36,7 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 
 import static org.junit.platform.engine.discovery.DiscoverySelectors.selectClass;
+import static org.junit.platform.engine.discovery.DiscoverySelectors.selectMethod;
 
 /** {@code mtp tck}: every rule of the backend TCK from the shell, for any backend, in-process or {@code exec:}. */
 @Command(name = "tck", mixinStandardHelpOptions = true,
@@ -47,9 +48,28 @@ final class TckCommand implements Callable<Integer> {
     @picocli.CommandLine.Spec
     picocli.CommandLine.Model.CommandSpec spec;
 
-    @Option(names = "--backend", paramLabel = "NAME", required = true,
-            description = "The backend, a profile label, or exec:'COMMAND ARGS'.")
+    @Option(names = "--backend", paramLabel = "NAME",
+            description = "The backend, a profile label, or exec:'COMMAND ARGS' (required unless --list-rules).")
     String backend;
+
+    @Option(names = "--rule", paramLabel = "NAME", split = ",",
+            description = "Run only these rules (repeatable or comma-separated; names from --list-rules).")
+    List<String> onlyRules = new ArrayList<>();
+
+    @Option(names = "--list-rules", description = "Print every rule's name and what it checks, then exit.")
+    boolean listRules;
+
+    @Option(names = "--fail-fast", description = "Stop at the first failing rule; the rules not run are reported "
+            + "skipped.")
+    boolean failFast;
+
+    @Option(names = "--expected-failures", paramLabel = "FILE",
+            description = "Known failures, one rule name a line (# comments): listed rules may fail; a new failure "
+                    + "or a listed rule that passes fails the run.")
+    Path expectedFailures;
+
+    @Option(names = "--junit", paramLabel = "FILE", description = "Also write the rules' outcomes as JUnit XML.")
+    Path junit;
 
     @Option(names = "--profile", paramLabel = "LABEL",
             description = "Which of the backend's profiles (options and tolerance) to check (default: its first).")
@@ -82,24 +102,66 @@ final class TckCommand implements Callable<Integer> {
     boolean json;
 
     @picocli.CommandLine.Mixin
+    ModelOption model;
+
+    @picocli.CommandLine.Mixin
     Mixins.Contexts contexts;
 
     /** One rule's outcome. */
     record Rule(String rule, String title, String status, String message, double seconds) {
     }
 
+    /** Every rule of the TCK in its order: method name → what it checks (discovery only, nothing runs). */
+    static Map<String, String> allRules() {
+        TestPlan plan = LauncherFactory.create().discover(LauncherDiscoveryRequestBuilder.request()
+                .selectors(selectClass(TckSubject.class)).build());
+        Map<String, String> out = new LinkedHashMap<>();
+        for (TestIdentifier root : plan.getRoots()) {
+            plan.getDescendants(root).stream().filter(TestIdentifier::isTest)
+                    .forEach(t -> out.put(ruleName(t), t.getDisplayName()));
+        }
+        return out;
+    }
+
     @Override
     public Integer call() {
+        if (listRules) {
+            allRules().forEach((rule, title) -> System.out.printf(Locale.ROOT, "%-62s %s%n", rule, title));
+            return MtpCommand.EXIT_OK;
+        }
+        Mixins.Usage.require(spec, backend != null, "--backend NAME is required (or --list-rules)");
+        Map<String, String> known = allRules();
+        for (String r : onlyRules) {
+            Mixins.Usage.require(spec, known.containsKey(r), "--rule " + r + ": no such rule (see `mtp tck "
+                    + "--list-rules`)");
+        }
+        ExpectedFailures expected = expectedFailures == null ? null : ExpectedFailures.read(expectedFailures);
+        if (expected != null) {
+            Mixins.Usage.lookup(spec, () -> {
+                expected.requireKnown(known.keySet(), "rule");
+                return null;
+            });
+        }
         Mixins.Usage.require(spec, chains >= 1, "--chains " + chains + ": must be ≥ 1");
         Mixins.Usage.require(spec, prefillSplit >= 2, "--prefill-split " + prefillSplit + ": must be ≥ 2");
         ContextSource source = contexts.source();
-        String denseName = fixture != null ? fixture : source.tap() == null ? "tiny" : "tiny-target";
-        FixtureRecipe dense = Mixins.Usage.lookup(spec, () -> FixtureRecipe.named(denseName));
+        Mixins.Usage.require(spec, model.dirs.size() <= 1, "--model: given " + model.dirs.size()
+                + " times, the TCK checks one model (run it once per model)");
+        FixtureRecipe own = model.given() ? model.recipes().getFirst() : null;
+        boolean ownQuantized = own != null && own.bits() != 0;
+        Mixins.Usage.require(spec, own == null || (ownQuantized ? quantizedFixture == null : fixture == null),
+                "--model " + (own == null ? "" : own.name()) + ": it is the " + (ownQuantized ? "quantized" : "dense")
+                        + " model of the rules, so --" + (ownQuantized ? "quantized-fixture" : "fixture")
+                        + " cannot be given too");
+        String denseName = fixture != null ? fixture : own != null && !ownQuantized ? own.name()
+                : source.tap() == null ? "tiny" : "tiny-target";
+        FixtureRecipe dense = own != null && !ownQuantized ? own
+                : Mixins.Usage.lookup(spec, () -> FixtureRecipe.named(denseName));
         Mixins.Usage.require(spec, dense.bits() == 0,
                 "--fixture " + denseName + ": is " + dense.bits() + "-bit quantized; name an unquantized fixture "
                         + "(the quantized one goes to --quantized-fixture)");
-        FixtureRecipe quantized = Mixins.Usage.lookup(spec, () -> FixtureRecipe.named(quantizedFixture != null
-                ? quantizedFixture : quantizedSibling(denseName, source)));
+        FixtureRecipe quantized = ownQuantized ? own : Mixins.Usage.lookup(spec, () -> FixtureRecipe.named(
+                quantizedFixture != null ? quantizedFixture : quantizedSibling(denseName, source)));
         Mixins.Usage.require(spec, quantized.bits() != 0,
                 "--quantized-fixture " + quantized.name() + ": is not quantized (name one with affine weights)");
         Mixins.Usage.lookup(spec, () -> {
@@ -109,7 +171,9 @@ final class TckCommand implements Callable<Integer> {
         MtpBackend b = Mixins.Usage.lookup(spec, this::resolve);
         BackendProfile p = Mixins.Usage.lookup(spec, () -> profile(b));
         BackendSelection.requireAvailable(b); // asked for by name: unavailable is exit 3, not a run of skips
+        Handshakes.require(List.of(b)); // an engine that cannot answer hello: one line, exit 3
         TckSubject.configure(b, p, chains, prefillSplit, dense, quantized, source);
+        TckSubject.stopAfterFailure(failFast);
         if (!json) {
             System.out.println("mtp tck: " + UntrustedText.clip(b.name()) + " (profile " + UntrustedText.clip(p.label())
                     + ", options " + UntrustedText.clip(p.options().toString()) + ", tolerance "
@@ -150,6 +214,9 @@ final class TckCommand implements Callable<Integer> {
                         case ABORTED -> "SKIPPED";
                         case FAILED -> "FAILED";
                     }, message);
+                    if (r.getStatus() == TestExecutionResult.Status.FAILED) {
+                        TckSubject.failed(ruleName(id));
+                    }
                 } else if (r.getStatus() != TestExecutionResult.Status.SUCCESSFUL && containerProblem[0] == null) {
                     containerProblem[0] = (r.getStatus() == TestExecutionResult.Status.ABORTED ? "skipped: " : "failed: ")
                             + message;
@@ -167,7 +234,8 @@ final class TckCommand implements Callable<Integer> {
             }
         };
         LauncherDiscoveryRequest request = LauncherDiscoveryRequestBuilder.request()
-                .selectors(selectClass(TckSubject.class)).build();
+                .selectors(onlyRules.isEmpty() ? List.of(selectClass(TckSubject.class)) : onlyRules.stream()
+                        .distinct().map(r -> selectMethod(TckSubject.class, r)).toList()).build();
         Launcher launcher = LauncherFactory.create();
         long t0 = System.nanoTime();
         launcher.execute(request, listener);
@@ -211,6 +279,14 @@ final class TckCommand implements Callable<Integer> {
         } catch (IOException e) {
             throw new UncheckedIOException("tck: cannot write the report under " + report, e);
         }
+        if (junit != null) {
+            JUnitXml.write(junit, "mtp tck " + b.name() + " (" + p.label() + ")", all.stream().map(r ->
+                    new JUnitXml.Case("mtp.tck", r.rule(), r.status(), r.message(), r.seconds())).toList(), seconds);
+        }
+        ExpectedFailures.Judgement judged = expected == null ? null : expected.judge(
+                all.stream().filter(r -> r.status().equals("FAILED")).map(Rule::rule).toList(),
+                all.stream().filter(r -> r.status().equals("PASSED")).map(Rule::rule).toList());
+        boolean ok = judged == null ? failed == 0 : judged.ok();
         if (json) {
             System.out.println(jsonText);
         } else {
@@ -218,10 +294,16 @@ final class TckCommand implements Callable<Integer> {
                 System.out.println("the TCK class " + UntrustedText.line(containerProblem[0]));
             }
             System.out.printf(Locale.ROOT, "%n%s: %d rules passed, %d failed, %d skipped (%.1f s)%nreport: %s and %s%n",
-                    failed == 0 ? "OK" : "FAILED", passed, failed, skipped, seconds, report.resolve("report.json"),
+                    ok ? "OK" : "FAILED", passed, failed, skipped, seconds, report.resolve("report.json"),
                     report.resolve("report.html"));
+            if (judged != null) {
+                judged.lines(expected.file()).forEach(System.out::println);
+            }
+            if (junit != null) {
+                System.out.println("junit: " + junit);
+            }
         }
-        return failed == 0 ? MtpCommand.EXIT_OK : MtpCommand.EXIT_FAILED;
+        return ok ? MtpCommand.EXIT_OK : MtpCommand.EXIT_FAILED;
     }
 
     /**

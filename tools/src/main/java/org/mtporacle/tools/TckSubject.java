@@ -24,6 +24,8 @@ class TckSubject extends BackendVerification {
     private static FixtureRecipe dense;
     private static FixtureRecipe quantized;
     private static ContextSource contexts;
+    private static boolean failFast;
+    private static String firstFailure;
 
     static synchronized void configure(MtpBackend b, BackendProfile p, int lockstepChains, int prefillSplitLength,
                                        FixtureRecipe denseFixture, FixtureRecipe quantizedFixture,
@@ -35,6 +37,29 @@ class TckSubject extends BackendVerification {
         dense = denseFixture;
         quantized = quantizedFixture;
         contexts = contextSource;
+    }
+
+    /** {@code --fail-fast}: after the first failing rule, every later one is skipped, naming it. */
+    static synchronized void stopAfterFailure(boolean on) {
+        failFast = on;
+        firstFailure = null;
+    }
+
+    static synchronized void failed(String rule) {
+        if (firstFailure == null) {
+            firstFailure = rule;
+        }
+    }
+
+    @org.junit.jupiter.api.BeforeEach
+    void skipAfterAFailureWhenFailingFast() {
+        String f;
+        synchronized (TckSubject.class) {
+            f = failFast ? firstFailure : null;
+        }
+        if (f != null) {
+            org.junit.jupiter.api.Assumptions.abort("not run: --fail-fast stopped after " + f + " failed");
+        }
     }
 
     @Override

@@ -114,8 +114,14 @@ final class EngineProcess implements AutoCloseable {
      * @throws MtpException UNAVAILABLE when it cannot be started (no such program, not executable)
      */
     static EngineProcess start(String label, List<String> command, Duration timeout) {
+        return start(label, command, timeout, null);
+    }
+
+    /** As {@link #start(String, List, Duration)}, in {@code directory} (null: this process's working directory). */
+    static EngineProcess start(String label, List<String> command, Duration timeout, java.nio.file.Path directory) {
         try {
-            Process p = new ProcessBuilder(command).redirectInput(ProcessBuilder.Redirect.PIPE).start();
+            Process p = new ProcessBuilder(command).directory(directory == null ? null : directory.toFile())
+                    .redirectInput(ProcessBuilder.Redirect.PIPE).start();
             return new EngineProcess(label, timeout, p);
         } catch (IOException e) {
             throw new MtpException(MtpException.Kind.UNAVAILABLE, label + ": cannot start " + command + " ("
@@ -185,8 +191,12 @@ final class EngineProcess implements AutoCloseable {
         }
         if (got instanceof Ended end) {
             if (end.cause() instanceof WireFrame.FramingException fe) {
-                throw fail(op, "the engine wrote something that is not a frame on stdout: " + fe.getMessage()
-                        + " (stdout carries only frames; log to stderr, WIRE.md §1)");
+                // text where a header belongs is a stray print; a header that parsed but describes its tensors
+                // wrongly (dtype, shape, nbytes, references) is the engine's framing, not its logging
+                boolean stray = fe.getMessage().startsWith("not a frame header");
+                throw fail(op, stray ? "the engine wrote something that is not a frame on stdout: " + fe.getMessage()
+                        + " (stdout carries only frames; log to stderr, WIRE.md §1)" : "the engine's reply frame is "
+                        + "malformed: " + fe.getMessage() + " (WIRE.md §2.1)");
             }
             throw fail(op, "the engine " + exitDescription() + (end.cause() == null ? ""
                     : " (" + end.cause().getMessage() + ")"));

@@ -38,15 +38,26 @@ public final class ExecBackend implements MtpBackend {
     private final String commandLine;
     private final List<String> command;
     private final Duration timeout;
+    private final java.nio.file.Path directory;
     private Hello hello;
     private EngineProcess spare; // the probe's process, handed to the first load
     private String probeFailure;
+    private boolean cannotStart; // the probe could not even start the command
 
     /**
      * @param commandLine the text after {@code exec:}, split as WIRE.md §1 says
      * @throws MtpException INVALID_ARGUMENT for an empty command or an unclosed quote
      */
     public ExecBackend(String commandLine, Duration timeout) {
+        this(commandLine, timeout, null);
+    }
+
+    /**
+     * As {@link #ExecBackend(String, Duration)}, the command started in {@code directory} (null: this process's
+     * working directory), as a replay of a trace recorded in another folder does.
+     */
+    public ExecBackend(String commandLine, Duration timeout, java.nio.file.Path directory) {
+        this.directory = directory;
         this.commandLine = commandLine;
         this.command = CommandWords.split(commandLine);
         if (timeout.isNegative() || timeout.isZero()) {
@@ -92,6 +103,9 @@ public final class ExecBackend implements MtpBackend {
     public Availability availability() {
         Hello h = probe();
         if (h == null) {
+            if (cannotStart) {
+                return Availability.no("cannot run here: " + probeFailure);
+            }
             // an engine that fails its handshake is a failing backend, not a missing one: load() reports it
             return Availability.yes("the engine failed its handshake: " + probeFailure);
         }
@@ -114,6 +128,20 @@ public final class ExecBackend implements MtpBackend {
     /** The engine's handshake (starting it once if needed); null when it could not be had. */
     Hello hello() {
         return probe();
+    }
+
+    /**
+     * Fails fast when the engine started but failed its handshake (WIRE.md §4): one BACKEND_FAILURE naming what went
+     * wrong, before a runner spends a rule or a chain on an engine that cannot answer {@code hello}. An engine that
+     * cannot be started at all is unavailable instead ({@link #availability()}).
+     *
+     * @throws MtpException BACKEND_FAILURE with the handshake's failure and the engine's last stderr lines
+     */
+    public void requireHandshake() {
+        if (probe() == null && !cannotStart) {
+            throw new MtpException(MtpException.Kind.BACKEND_FAILURE, "the engine failed its handshake, so nothing "
+                    + "was run: " + probeFailure);
+        }
     }
 
     /** The handshake's seeded sampling, maxRows and maxDepth (WIRE.md §4); everything when it could not be had. */
@@ -150,7 +178,8 @@ public final class ExecBackend implements MtpBackend {
     public DraftModel load(MtpModel model, Map<String, String> options) {
         Hello h = probe();
         if (h == null) {
-            throw new MtpException(MtpException.Kind.BACKEND_FAILURE, probeFailure);
+            throw new MtpException(cannotStart ? MtpException.Kind.UNAVAILABLE : MtpException.Kind.BACKEND_FAILURE,
+                    probeFailure);
         }
         if (h.unavailable() != null) {
             throw new MtpException(MtpException.Kind.UNAVAILABLE, name() + ": the engine cannot run here: "
@@ -200,7 +229,7 @@ public final class ExecBackend implements MtpBackend {
 
     /** Starts the engine and shakes hands; the caller owns the process. */
     EngineProcess start() {
-        EngineProcess e = EngineProcess.start(name(), command, timeout);
+        EngineProcess e = EngineProcess.start(name(), command, timeout, directory);
         try {
             handshake(e);
             return e;
@@ -245,8 +274,15 @@ public final class ExecBackend implements MtpBackend {
         if (hello != null || probeFailure != null) {
             return hello;
         }
+        EngineProcess e;
         try {
-            EngineProcess e = EngineProcess.start(name(), command, timeout);
+            e = EngineProcess.start(name(), command, timeout, directory);
+        } catch (MtpException ex) {
+            probeFailure = ex.getMessage();
+            cannotStart = ex.kind() == MtpException.Kind.UNAVAILABLE;
+            return null;
+        }
+        try {
             try {
                 hello = handshake(e);
                 spare = e;
@@ -256,7 +292,6 @@ public final class ExecBackend implements MtpBackend {
             }
         } catch (MtpException ex) {
             probeFailure = ex.getMessage();
-
         }
         return hello;
     }

@@ -119,12 +119,29 @@ class ExecFailureTest {
     }
 
     @Test
-    void aCommandThatCannotStartIsAFailureOfThatBackend() {
+    void aCommandThatCannotStartCannotRunHere() {
         ExecBackend b = new ExecBackend("'" + tmp.resolve("no-such-engine") + "' --flag", Duration.ofSeconds(5));
+        assertThat(b.availability().available()).isFalse();
+        assertThat(b.availability().reason()).startsWith("cannot run here: ").contains("no-such-engine");
         assertThatThrownBy(() -> b.load(tiny(), Map.of())).isInstanceOfSatisfying(MtpException.class, e -> {
-            assertThat(e.kind()).isEqualTo(MtpException.Kind.BACKEND_FAILURE);
+            assertThat(e.kind()).isEqualTo(MtpException.Kind.UNAVAILABLE);
             assertThat(e.getMessage()).contains("cannot start").contains("no-such-engine");
         });
+    }
+
+    @Test
+    void anEngineThatFailsItsHandshakeFailsFastOnceWithOneLine() throws Exception {
+        Path engine = tmp.resolve("mute.sh");
+        java.nio.file.Files.writeString(engine, "read line\necho 'engine: no hello for you' >&2\nexit 5\n");
+        ExecBackend b = new ExecBackend("sh '" + engine + "'", Duration.ofSeconds(5));
+        assertThat(b.availability().available()).isTrue(); // a failing backend, not a missing one
+        assertThatThrownBy(b::requireHandshake).isInstanceOfSatisfying(MtpException.class, e -> {
+            assertThat(e.kind()).isEqualTo(MtpException.Kind.BACKEND_FAILURE);
+            assertThat(e.getMessage()).contains("failed its handshake").contains("hello")
+                    .contains("exited with status 5").contains("no hello for you").doesNotContain("\n");
+        });
+        ExecBackend good = new ExecBackend(TestEngines.javaCommand(ReferenceWireMain.class), Duration.ofSeconds(30));
+        good.requireHandshake(); // no exception
     }
 
     @Test

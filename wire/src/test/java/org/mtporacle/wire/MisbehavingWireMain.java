@@ -24,7 +24,7 @@ import java.util.Map;
 /**
  * A test engine: the reference behind the wire that misbehaves once, at its first {@code prefill}, in the way
  * {@code MODE} names — {@code crash} (exits 7), {@code hang} (sleeps), {@code garbage} (writes text to stdout) — unless
- * the marker file exists (it creates it), so the next process behaves; {@code lenient} accepts every prefill and
+ * the marker file exists (it creates it), so the next process behaves (the marker {@code always}: every time); {@code lenient} accepts every prefill and
  * commit without looking at the arguments; {@code wrong-protocol} answers the handshake with another version.
  */
 public final class MisbehavingWireMain {
@@ -54,6 +54,9 @@ public final class MisbehavingWireMain {
     }
 
     private static boolean misbehaveNow() {
+        if (marker != null && marker.toString().equals("always")) {
+            return true;
+        }
         if (marker == null || Files.exists(marker)) {
             return false;
         }

@@ -374,11 +374,14 @@ public abstract class BackendVerification implements BackendRules {
                     int rows = g.rowCount();
                     try {
                         call.invoke(g, m, shape, 77);
-                        fail(call + " (rule " + call.rule() + ") in state " + setup + " was accepted");
+                        fail(call + " (rule " + call.rule() + ") in state " + setup + ": expected " + call.expectedKind()
+                                + ", the call was accepted");
                     } catch (MtpException e) {
-                        assertThat(e.kind()).as("%s in state %s: %s", call, setup, e.getMessage())
+                        assertThat(e.kind()).as("%s (spec %s) in state %s: expected %s, the engine failed with %s: %s",
+                                call, call.rule(), setup, call.expectedKind(), e.kind(), e.getMessage())
                                 .isEqualTo(call.expectedKind());
-                        assertThat(e.getMessage()).as("%s message names the call", call)
+                        assertThat(e.getMessage()).as("%s: expected a message starting with the call's name and "
+                                        + "': ' (e.g. 'prefill: ...'), got %s", call, e.getMessage())
                                 .matches("^(append|filterRows|prefill|draft|commit|capture|sampler|sampling): .+");
                     }
                     assertThat(g.rowCount()).as("%s in %s: row count unchanged", call, setup).isEqualTo(rows);
@@ -435,11 +438,14 @@ public abstract class BackendVerification implements BackendRules {
             for (Map.Entry<String, Runnable> call : calls) {
                 try {
                     call.getValue().run();
-                    fail(call.getKey() + " on a group closed in state " + setup + " was accepted");
+                    fail(call.getKey() + " on a group closed in state " + setup + ": expected ILLEGAL_STATE, the call "
+                            + "was accepted");
                 } catch (MtpException e) {
-                    assertThat(e.kind()).as("%s on a group closed in state %s: %s", call.getKey(), setup,
-                            e.getMessage()).isEqualTo(MtpException.Kind.ILLEGAL_STATE);
-                    assertThat(e.getMessage()).as("%s message names the call", call.getKey())
+                    assertThat(e.kind()).as("%s on a group closed in state %s: expected ILLEGAL_STATE, the engine "
+                            + "failed with %s: %s", call.getKey(), setup, e.kind(), e.getMessage())
+                            .isEqualTo(MtpException.Kind.ILLEGAL_STATE);
+                    assertThat(e.getMessage()).as("%s on a closed group: expected a message starting '%s: ' that "
+                                    + "says 'closed' (WIRE.md §6), got %s", call.getKey(), call.getKey(), e.getMessage())
                             .startsWith(call.getKey() + ": ").contains("closed");
                 }
                 checked++;

@@ -58,6 +58,9 @@ public final class TraceFiles {
         root.put("tap", t.contexts().tap() == null ? null : t.contexts().tap().label());
         root.put("seed", t.seed());
         root.put("originalLength", t.originalLength());
+        if (t.workingDirectory() != null) {
+            root.put("workingDirectory", t.workingDirectory());
+        }
         ArrayNode actions = root.putArray("actions");
         for (Action a : t.actions()) {
             actions.add(toJson(a));
@@ -129,7 +132,8 @@ public final class TraceFiles {
         String identity = StrictJson.optText(root, "modelIdentity", where);
         return new ChainTrace(format, StrictJson.text(root, "fixture", where), identity == null ? "" : identity,
                 StrictJson.text(root, "backend", where), options, tolerance(root, where), contexts,
-                StrictJson.longValue(root, "seed", where), actions, div, originalLength);
+                StrictJson.longValue(root, "seed", where), actions, div, originalLength,
+                StrictJson.optText(root, "workingDirectory", where));
     }
 
     /** {@code contexts} ({@code synthetic} or {@code target}) and {@code tap} ({@code pre}, {@code post} or null). */
