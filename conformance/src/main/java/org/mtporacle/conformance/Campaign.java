@@ -23,7 +23,8 @@ import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 
 /**
- * A lockstep campaign: {@code chains} seeded chains of one backend against the reference on one fixture. Failing
+ * A lockstep campaign: {@code chains} seeded chains of one backend against the reference on one fixture, drawn from
+ * the campaign's seed and the fixture's name ({@link #chainSeed(long, String, long)}). Failing
  * chains are shrunk to a minimal chain that fails the same way and written as replayable traces.
  */
 public final class Campaign {
@@ -75,9 +76,28 @@ public final class Campaign {
     private Campaign() {
     }
 
-    /** The seed of chain {@code index} in a campaign seeded {@code seed}. */
+    /** The seed of chain {@code index} in a campaign seeded {@code seed}, the same on every fixture. */
     public static long chainSeed(long seed, long index) {
         return seed * 0x9E3779B97F4A7C15L + index * 0xBF58476D1CE4E5B9L + 0x94D049BB133111EBL;
+    }
+
+    /**
+     * The seed of chain {@code index} of a campaign seeded {@code seed} on {@code fixture}: each fixture draws its own
+     * chains, so a bug that few chains reach is not missed on every fixture at once by the same unlucky draw.
+     */
+    public static long chainSeed(long seed, String fixture, long index) {
+        return chainSeed(seed ^ fixtureSalt(fixture), index);
+    }
+
+    /** A 64-bit hash of the fixture's name (FNV-1a over UTF-8, then a SplitMix64 finaliser). */
+    static long fixtureSalt(String fixture) {
+        long h = 0xCBF29CE484222325L;
+        for (byte b : fixture.getBytes(java.nio.charset.StandardCharsets.UTF_8)) {
+            h = (h ^ (b & 0xFF)) * 0x100000001B3L;
+        }
+        h = (h ^ (h >>> 30)) * 0xBF58476D1CE4E5B9L;
+        h = (h ^ (h >>> 27)) * 0x94D049BB133111EBL;
+        return h ^ (h >>> 31);
     }
 
     /** Runs the campaign on synthetic contexts. */
@@ -108,7 +128,7 @@ public final class Campaign {
         long passed = 0;
         long run = 0;
         for (long i = s.firstChain(); i < s.endChain() && !stop.getAsBoolean(); i++) {
-            long seed = chainSeed(s.seed(), i);
+            long seed = chainSeed(s.seed(), s.fixture(), i);
             List<Action> chain = gen.generate(seed);
             ChainOutcome out = lockstep.run(seed, chain);
             stats = stats.plus(out.stats());

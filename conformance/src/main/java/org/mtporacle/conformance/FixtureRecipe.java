@@ -57,7 +57,11 @@ public record FixtureRecipe(String name, String preset, long seed, FixtureModels
                     64),
             new FixtureRecipe("tiny-moe-target", "tiny-moe-target", 18, FixtureModels.Layout.HF, DType.BF16, 0, 0),
             new FixtureRecipe("tiny-moe-target-q4", "tiny-moe-target", 19, FixtureModels.Layout.COMPANION, DType.BF16,
-                    4, 32));
+                    4, 32),
+            // the wide-gain family: norm gains 1 + N(0, 0.5²) instead of 0.1² (FixtureModels), where bf16 shows the bugs
+            // that move a gain to another dimension
+            new FixtureRecipe("tiny-wide", "tiny-wide", 20, FixtureModels.Layout.HF, DType.BF16, 0, 0),
+            new FixtureRecipe("tiny-moe-wide", "tiny-moe-wide", 21, FixtureModels.Layout.HF, DType.BF16, 0, 0));
 
     /** The fixtures with a target that {@code --contexts target} runs when no fixture is named. */
     public static final List<String> TARGETS = List.of("tiny-target", "small-target", "tiny-moe-target");

@@ -57,9 +57,10 @@ final class FixtureCommand implements Callable<Integer> {
         if (list) {
             System.out.println("presets:");
             for (FixtureModels.Preset p : FixtureModels.PRESETS) {
-                System.out.printf("  %-14s hidden %d, heads %d/%d, head_dim %d, intermediate %d, vocab %d, %s%n",
+                System.out.printf("  %-14s hidden %d, heads %d/%d, head_dim %d, intermediate %d, vocab %d, %s%s%n",
                         p.name(), p.hiddenSize(), p.numHeads(), p.numKvHeads(), p.headDim(), p.intermediateSize(),
-                        p.vocabSize(), p.tied() ? "tied" : "untied");
+                        p.vocabSize(), p.tied() ? "tied" : "untied", p.gainSpread() == FixtureModels.Preset.GAIN_SPREAD
+                                ? "" : ", norm gains 1 + N(0, " + p.gainSpread() + "²)");
             }
             System.out.println("hybrid-target presets (target + MTP head in one Qwen3.5 release directory, hf layout, "
                     + "dense, any dtype):");

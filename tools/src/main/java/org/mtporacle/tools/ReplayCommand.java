@@ -12,6 +12,15 @@ import org.mtporacle.conformance.lockstep.Lockstep;
 import org.mtporacle.conformance.lockstep.TargetTaps;
 import org.mtporacle.conformance.trace.ChainTrace;
 import org.mtporacle.conformance.trace.TraceFiles;
+import org.mtporacle.api.LoadedTarget;
+import org.mtporacle.api.TargetModel;
+import org.mtporacle.conformance.target.lockstep.TargetChainOutcome;
+import org.mtporacle.conformance.target.lockstep.TargetDivergence;
+import org.mtporacle.conformance.target.lockstep.TargetLockstep;
+import org.mtporacle.conformance.target.lockstep.TargetTolerance;
+import org.mtporacle.conformance.target.trace.TargetChainTrace;
+import org.mtporacle.conformance.target.trace.TargetTraceFiles;
+import org.mtporacle.reference.kernels.Kernels;
 import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
 import org.mtporacle.reference.target.ReferenceTarget;
@@ -29,9 +38,14 @@ import java.nio.file.Path;
 import java.util.Map;
 import java.util.concurrent.Callable;
 
-/** {@code mtp replay TRACE}: re-runs a chain trace exactly, in lockstep with the reference. */
+/**
+ * {@code mtp replay TRACE}: re-runs a chain trace exactly, in lockstep with the reference: a drafter chain trace
+ * against the backend's drafter, a target chain trace ({@code mtp-oracle-target-chain}) against its target.
+ */
 @Command(name = "replay", mixinStandardHelpOptions = true,
-        description = {"Re-run a chain trace written by `mtp conform` exactly, without the generator.",
+        description = {"Re-run a chain trace written by `mtp conform` exactly, without the generator: a drafter "
+                + "chain against the backend's drafter, a target chain (format mtp-oracle-target-chain) against its "
+                + "target.",
                 "Exit 0 when the chain now passes, 1 when it still diverges. The backend comes from the command line "
                         + "(--backend NAME), never from the trace, unless --trace-backend says to run the trace's "
                         + "(printed first). --option replaces the trace's backend options."})
@@ -68,23 +82,11 @@ final class ReplayCommand implements Callable<Integer> {
         if (!java.nio.file.Files.isRegularFile(trace)) {
             throw MtpException.invalidArgument("trace " + trace + ": no such file");
         }
-        ChainTrace t = TraceFiles.read(trace);
-        MtpBackend b;
-        if (backend.given()) {
-            b = backend.resolve(null);
-        } else if (traceBackend) {
-            System.out.println("replay: running the trace's backend " + UntrustedText.quote(t.backend())
-                    + " (--trace-backend)");
-            System.out.flush();
-            b = BackendSelection.byName(t.backend()); // an unknown name is bad input (exit 3)
-            BackendSelection.requireAvailable(b);
-        } else {
-            // a trace is a file from anyone (a bug report's attachment): it never chooses what runs
-            throw Mixins.Usage.error(spec, "replay: the trace names backend " + UntrustedText.quote(t.backend())
-                    + ", but a trace never chooses what runs — name it with --backend NAME, or pass --trace-backend "
-                    + "to run the trace's own (for a trace you trust)");
+        if (TargetTraceFiles.isTargetTrace(trace)) {
+            return replayTarget(TargetTraceFiles.read(trace));
         }
-        b = inRecordedDirectory(b, t);
+        ChainTrace t = TraceFiles.read(trace);
+        MtpBackend b = inRecordedDirectory(subjectBackend(t.backend()), t);
         Map<String, String> options = backend.options.isEmpty() ? t.backendOptions() : backend.options;
         FixtureRecipe fx = FixtureRecipe.named(t.fixture());
         MtpModel model = fx.load(FixtureRecipe.defaultCache());
@@ -121,6 +123,68 @@ final class ReplayCommand implements Callable<Integer> {
                     + out.divergence().kind() + "): " + UntrustedText.line(out.divergence().message()));
             out.divergence().details().forEach((k, v) -> System.out.println("    " + UntrustedText.line(k) + " = "
                     + UntrustedText.clip(String.valueOf(v))));
+            return MtpCommand.EXIT_FAILED;
+        }
+    }
+
+    /** The backend to run: {@code --backend}, or the trace's with {@code --trace-backend}; else a usage error. */
+    private MtpBackend subjectBackend(String traceBackendName) {
+        if (backend.given()) {
+            return backend.resolve(null);
+        }
+        if (traceBackend) {
+            System.out.println("replay: running the trace's backend " + UntrustedText.quote(traceBackendName)
+                    + " (--trace-backend)");
+            System.out.flush();
+            MtpBackend b = BackendSelection.byName(traceBackendName); // an unknown name is bad input (exit 3)
+            BackendSelection.requireAvailable(b);
+            return b;
+        }
+        // a trace is a file from anyone (a bug report's attachment): it never chooses what runs
+        throw Mixins.Usage.error(spec, "replay: the trace names backend " + UntrustedText.quote(traceBackendName)
+                + ", but a trace never chooses what runs — name it with --backend NAME, or pass --trace-backend "
+                + "to run the trace's own (for a trace you trust)");
+    }
+
+    /**
+     * A target chain trace ({@code mtp-oracle-target-chain}): the backend's target ({@link MtpBackend#loadTarget}) in
+     * lockstep with the reference target on the trace's fixture, under the trace's profile read for the target.
+     */
+    private int replayTarget(TargetChainTrace t) {
+        MtpBackend b = subjectBackend(t.backend());
+        if (!b.supportsTarget()) {
+            throw new MtpException(MtpException.Kind.UNAVAILABLE, "replay: " + trace + " is a target trace, but "
+                    + "backend " + UntrustedText.quote(b.name()) + " runs the drafter only (no hybrid target)");
+        }
+        Map<String, String> options = backend.options;
+        FixtureRecipe fx = FixtureRecipe.named(t.fixture());
+        TargetModel model = fx.loadTarget(FixtureRecipe.defaultCache());
+        if (!t.modelIdentity().isEmpty() && !t.modelIdentity().equals(model.identity())) {
+            System.err.println("warning: fixture " + UntrustedText.clip(t.fixture()) + "'s target now has identity "
+                    + model.identity() + ", the trace was recorded on "
+                    + UntrustedText.digestPrefix(t.modelIdentity()));
+        }
+        TargetTolerance tol = TargetTolerance.named(t.tolerance());
+        System.out.printf("replaying target trace %s: %d actions, backend %s %s, fixture %s, tolerance %s%n",
+                UntrustedText.path(trace), t.actions().size(), UntrustedText.clip(b.name()),
+                UntrustedText.clip(options.toString()), UntrustedText.clip(t.fixture()),
+                UntrustedText.clip(tol.describe()));
+        try (ReferenceTarget oracle = new ReferenceTarget(model, new Kernels(ReferenceBackend.configuredMode(), 1));
+             LoadedTarget subject = b.loadTarget(model, options)) {
+            TargetChainOutcome out = new TargetLockstep(oracle, subject, tol).run(t.seed(), t.actions());
+            for (int i = 0; i < t.actions().size(); i++) {
+                String mark = i < out.executed() - (out.passed() ? 0 : 1) ? "ok  " : i == out.executed() - 1
+                        && !out.passed() ? "FAIL" : "    ";
+                System.out.printf("  %3d %s %s%n", i, mark, t.actions().get(i).describe());
+            }
+            if (out.passed()) {
+                System.out.println("passed: the chain no longer diverges");
+                return MtpCommand.EXIT_OK;
+            }
+            TargetDivergence d = out.divergence();
+            System.out.println("diverged at action " + d.actionIndex() + " (" + d.kind() + (d.row() < 0 ? ""
+                    : ", row " + d.row()) + (d.position() < 0 ? "" : ", position " + d.position()) + "): "
+                    + UntrustedText.line(d.message()));
             return MtpCommand.EXIT_FAILED;
         }
     }

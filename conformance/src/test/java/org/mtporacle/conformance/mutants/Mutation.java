@@ -6,6 +6,11 @@ public enum Mutation {
     NONE,
     /** RoPE uses position {@code offset + t + 1} (the token's target position) instead of the drafter row index. */
     WRONG_ROPE_POSITION,
+    /**
+     * The q and k norms are applied after RoPE instead of before (spec §3): the RMS is rotation-invariant, only the
+     * gains land on other dimensions, so a narrow gain spread hides it under bf16; the wide-gain fixtures show it.
+     */
+    QK_NORM_AFTER_ROPE,
     /** Commit keeps {@code accepted} rows instead of {@code accepted + 1}. */
     OFF_BY_ONE_KEPT_COUNT,
     /** Prefill of a restored row skips the bridge row {@code (tokens[0], retained hidden)}. */

@@ -376,13 +376,24 @@ public final class SimpleBackend implements DraftModel {
         routedPosition = r.keys.size();
         int pos = r.keys.size() + (bug == Mutation.WRONG_ROPE_POSITION ? 1 : 0);
         float[] q = new float[nH * d];
+        boolean normAfterRope = bug == Mutation.QK_NORM_AFTER_ROPE;
         for (int j = 0; j < nH; j++) {
-            k.rmsNorm(q, j * d, qg, j * 2 * d, w.qNorm(), d, 1, eps);
-            k.rope(q, j * d, c.rotaryDims(), c.ropeTheta(), pos);
+            if (normAfterRope) {
+                k.rope(qg, j * 2 * d, c.rotaryDims(), c.ropeTheta(), pos);
+                k.rmsNorm(q, j * d, qg, j * 2 * d, w.qNorm(), d, 1, eps);
+            } else {
+                k.rmsNorm(q, j * d, qg, j * 2 * d, w.qNorm(), d, 1, eps);
+                k.rope(q, j * d, c.rotaryDims(), c.ropeTheta(), pos);
+            }
         }
         for (int g = 0; g < nKv; g++) {
-            k.rmsNorm(kk, g * d, kk, g * d, w.kNorm(), d, 1, eps);
-            k.rope(kk, g * d, c.rotaryDims(), c.ropeTheta(), pos);
+            if (normAfterRope) {
+                k.rope(kk, g * d, c.rotaryDims(), c.ropeTheta(), pos);
+                k.rmsNorm(kk, g * d, kk, g * d, w.kNorm(), d, 1, eps);
+            } else {
+                k.rmsNorm(kk, g * d, kk, g * d, w.kNorm(), d, 1, eps);
+                k.rope(kk, g * d, c.rotaryDims(), c.ropeTheta(), pos);
+            }
         }
         r.keys.add(kk);
         r.values.add(vv);

@@ -95,7 +95,7 @@ public final class TargetCampaign {
             trace = s.traces().resolve("target-chain-" + Long.toUnsignedString(failed.seed(), 16) + ".json");
             TargetTraceFiles.write(trace, new TargetChainTrace(s.fixture(), s.backend(),
                     lockstep.tolerance().name(), "declared by the backend", failed.seed(), shrunk, d.kind().name(),
-                    d.actionIndex(), d.row(), d.position(), d.message()));
+                    d.actionIndex(), d.row(), d.position(), d.message(), lockstep.oracle().model().identity()));
         }
         return new Failure(failed.seed(), chainsRun, failed.chain().size(), new ArrayList<>(shrunk), d,
                 shrinker.attempts(), trace);

@@ -46,6 +46,11 @@ public final class TargetLockstep {
         return tolerance;
     }
 
+    /** The reference target the backend is judged against. */
+    public ReferenceTarget oracle() {
+        return oracle;
+    }
+
     /** Runs {@code chain}; {@code seed} is only recorded in the outcome. */
     public TargetChainOutcome run(long seed, List<TargetAction> chain) {
         Run r = new Run();

@@ -27,6 +27,11 @@ public record TargetTolerance(String name, double tokenGap, double outputNmse, d
         return new TargetTolerance(t.name(), t.tokenGap(), t.kvNmse(), t.kvNmse());
     }
 
+    /** The target's reading of the drafter profile called {@code name} ({@link Tolerance#named}). */
+    public static TargetTolerance named(String name) {
+        return of(Tolerance.named(name));
+    }
+
     public boolean exact() {
         return tokenGap == 0 && outputNmse == 0 && stateNmse == 0;
     }

@@ -7,12 +7,23 @@ import java.util.List;
 /**
  * A replayable record of one target chain (format {@value TargetTraceFiles#FORMAT} version {@value
  * TargetTraceFiles#VERSION}): the fixture and backend it ran on, the profile and declared state layout, the chain's
- * seed, its actions, and the divergence it showed (kind, action, row, position, message), or none.
+ * seed, its actions, and the divergence it showed (kind, action, row, position, message), or none; and, optionally,
+ * the identity of the target it ran on ({@code ""} when not recorded), which {@code mtp replay} checks.
  */
 public record TargetChainTrace(String fixture, String backend, String tolerance, String stateLayout, long seed,
                                List<TargetAction> actions, String divergenceKind, int divergenceAction,
-                               int divergenceRow, int divergencePosition, String divergenceMessage) {
+                               int divergenceRow, int divergencePosition, String divergenceMessage,
+                               String modelIdentity) {
     public TargetChainTrace {
         actions = List.copyOf(actions);
+        modelIdentity = modelIdentity == null ? "" : modelIdentity;
+    }
+
+    /** A trace without the target's identity. */
+    public TargetChainTrace(String fixture, String backend, String tolerance, String stateLayout, long seed,
+                            List<TargetAction> actions, String divergenceKind, int divergenceAction,
+                            int divergenceRow, int divergencePosition, String divergenceMessage) {
+        this(fixture, backend, tolerance, stateLayout, seed, actions, divergenceKind, divergenceAction, divergenceRow,
+                divergencePosition, divergenceMessage, "");
     }
 }

@@ -20,8 +20,9 @@ import java.util.List;
  * "version": 1}, then {@code fixture, backend, tolerance, stateLayout, seed}, {@code actions} (each an object with
  * {@code op} = append | filterRows | prefill | verify | commit | capture | bad and the action's fields: {@code slots};
  * {@code seed, keepAll}; {@code length, seed}; {@code depth, seed, truePercent}; {@code acceptance, seed}; {@code
- * seed}; {@code call, seed}) and {@code divergence} ({@code kind, action, row, position, message}, or null). A
- * reader refuses another format or version, naming both.
+ * seed}; {@code call, seed}) and {@code divergence} ({@code kind, action, row, position, message}, or null), and
+ * optionally {@code modelIdentity}, the target's identity. A reader refuses another format or version, naming both,
+ * and an action it cannot read, naming the action and the field.
  */
 public final class TargetTraceFiles {
     public static final String FORMAT = "mtp-oracle-target-chain";
@@ -40,6 +41,9 @@ public final class TargetTraceFiles {
         root.put("tolerance", t.tolerance());
         root.put("stateLayout", t.stateLayout());
         root.put("seed", t.seed());
+        if (!t.modelIdentity().isEmpty()) {
+            root.put("modelIdentity", t.modelIdentity());
+        }
         ArrayNode actions = root.putArray("actions");
         for (TargetAction a : t.actions()) {
             actions.add(action(a));
@@ -75,9 +79,17 @@ public final class TargetTraceFiles {
             throw MtpException.invalidArgument("target trace " + file + ": format '" + format + "' version " + version
                     + ", expected '" + FORMAT + "' version " + VERSION);
         }
+        if (!root.path("actions").isArray()) {
+            throw MtpException.malformedFile("target trace " + file + ": 'actions' must be an array");
+        }
         List<TargetAction> actions = new ArrayList<>();
         for (JsonNode a : root.path("actions")) {
-            actions.add(action(a));
+            try {
+                actions.add(action(a));
+            } catch (IllegalArgumentException | NullPointerException e) {
+                throw MtpException.malformedFile("target trace " + file + ": action " + actions.size() + " ("
+                        + org.mtporacle.api.UntrustedText.clip(a.toString()) + ") cannot be read: " + e.getMessage());
+            }
         }
         JsonNode d = root.path("divergence");
         boolean none = d.isNull() || d.isMissingNode();
@@ -85,7 +97,16 @@ public final class TargetTraceFiles {
                 root.path("tolerance").asText(), root.path("stateLayout").asText(), root.path("seed").asLong(),
                 actions, none ? null : d.path("kind").asText(), none ? -1 : d.path("action").asInt(),
                 none ? -1 : d.path("row").asInt(), none ? -1 : d.path("position").asInt(),
-                none ? null : d.path("message").asText());
+                none ? null : d.path("message").asText(), root.path("modelIdentity").asText(""));
+    }
+
+    /** Whether {@code file} is JSON whose {@code format} is {@value #FORMAT} (false for anything else, unread). */
+    public static boolean isTargetTrace(Path file) {
+        try {
+            return FORMAT.equals(JSON.readTree(file.toFile()).path("format").asText(""));
+        } catch (IOException | RuntimeException e) {
+            return false;
+        }
     }
 
     private static ObjectNode action(TargetAction a) {

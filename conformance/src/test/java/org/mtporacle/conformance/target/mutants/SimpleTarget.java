@@ -28,7 +28,8 @@ import java.util.concurrent.atomic.AtomicReference;
  * A second, standalone and deliberately plain implementation of the target rows (spec §13.3), sharing no code with
  * {@code AbstractTargetRows} or the reference's target: its own argument checks, bookkeeping and failure atomicity
  * (compute on copies, assign at the end), one row at a time, layer by layer, the GDN mixer written out from spec §13.2
- * (only the chunked delta rule of a prefill, and the linear algebra, come from the reference kernels, scalar mode).
+ * (only the chunked delta rule of a prefill, and the linear algebra, come from the reference kernels, scalar mode),
+ * and a routed MoE MLP written out from spec §12.3.
  * It stores the state the way vLLM and transformers do, the recurrent state {@code [Hv, Dv, Dk]} and a conv window of
  * {@code K} columns, and declares so ({@link TargetStateExport}). Two rollback designs (research §2): per-position
  * snapshots selected at commit, or the pre-verify state replayed over the kept tokens.
@@ -61,9 +62,6 @@ public final class SimpleTarget implements LoadedTarget {
     private volatile boolean closed;
 
     public SimpleTarget(TargetModel model, TargetMutation bug, Rollback rollback) {
-        if (model.weights().layers().stream().anyMatch(l -> l.mlp() instanceof MlpWeights.Moe)) {
-            throw MtpException.incompatibleModel("simple target: routed MoE MLPs are not implemented");
-        }
         this.model = model;
         this.c = model.config();
         this.a = c.shape();
@@ -546,10 +544,9 @@ public final class SimpleTarget implements LoadedTarget {
             }
             float[] n = new float[s * h];
             k.rmsNorm(n, 0, hh, 0, lw.postAttentionNorm(), h, s, a.rmsNormEps());
-            MlpWeights.Dense mlp = (MlpWeights.Dense) lw.mlp();
             float[] y = new float[s * h];
             for (int t = 0; t < s; t++) {
-                float[] m = swiglu(mlp, Arrays.copyOfRange(n, t * h, (t + 1) * h));
+                float[] m = mlp(lw.mlp(), Arrays.copyOfRange(n, t * h, (t + 1) * h));
                 for (int i = 0; i < h; i++) {
                     y[t * h + i] = hh[t * h + i] + m[i];
                 }
@@ -790,6 +787,65 @@ public final class SimpleTarget implements LoadedTarget {
                 }
             }
             k.matmul(out, t * h, at.oProj(), o, 0, 1);
+        }
+        return out;
+    }
+
+    /** A layer's MLP for one token: dense SwiGLU, or the routed experts of spec §12.3. */
+    private float[] mlp(MlpWeights mlp, float[] n) {
+        return mlp instanceof MlpWeights.Moe moe ? moe(moe, n) : swiglu((MlpWeights.Dense) mlp, n);
+    }
+
+    /**
+     * Spec §12.3 for one token, written plainly: the router's softmax in f64 rounded to f32, top-k by repeated scans
+     * (the lower index on exact ties), renormalised when the model says so, plus the sigmoid-gated shared expert.
+     */
+    private float[] moe(MlpWeights.Moe moe, float[] n) {
+        int e = moe.numExperts();
+        float[] logits = new float[e];
+        k.matmul(logits, 0, moe.router(), n, 0, 1);
+        double max = Double.NEGATIVE_INFINITY;
+        for (float l : logits) {
+            max = Math.max(max, l);
+        }
+        double[] z = new double[e];
+        double sum = 0;
+        for (int i = 0; i < e; i++) {
+            z[i] = Math.exp(logits[i] - max);
+            sum += z[i];
+        }
+        float[] p = new float[e];
+        for (int i = 0; i < e; i++) {
+            p[i] = (float) (z[i] / sum);
+        }
+        boolean[] taken = new boolean[e];
+        int[] chosen = new int[moe.topK()];
+        float total = 0;
+        for (int j = 0; j < chosen.length; j++) {
+            int best = -1;
+            for (int i = 0; i < e; i++) {
+                if (!taken[i] && (best < 0 || p[i] > p[best])) {
+                    best = i;
+                }
+            }
+            taken[best] = true;
+            chosen[j] = best;
+            total += p[best];
+        }
+        float[] out = new float[a.hiddenSize()];
+        for (int expert : chosen) {
+            float weight = moe.normTopK() ? p[expert] / total : p[expert];
+            float[] y = swiglu(moe.experts().get(expert), n);
+            for (int i = 0; i < out.length; i++) {
+                out[i] += weight * y[i];
+            }
+        }
+        float[] gateLogit = new float[1];
+        k.matmul(gateLogit, 0, moe.sharedExpertGate(), n, 0, 1);
+        float g = (float) (1 / (1 + Math.exp(-(double) gateLogit[0])));
+        float[] shared = swiglu(moe.sharedExpert(), n);
+        for (int i = 0; i < out.length; i++) {
+            out[i] += g * shared[i];
         }
         return out;
     }

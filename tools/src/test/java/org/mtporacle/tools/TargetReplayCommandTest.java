@@ -1,0 +1,64 @@
+package org.mtporacle.tools;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.mtporacle.conformance.target.chain.TargetAction;
+import org.mtporacle.conformance.target.trace.TargetChainTrace;
+import org.mtporacle.conformance.target.trace.TargetTraceFiles;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * {@code mtp replay} recognises a target chain trace and replays it against the named backend's target: the
+ * reference passes its own chain; the reference on its scalar kernels, held to {@code exact} against the vector
+ * oracle, diverges at the first output (different accumulation order, a non-zero NMSE); a backend without a target, a
+ * missing {@code --backend} and an unreadable action are one-line refusals.
+ */
+class TargetReplayCommandTest {
+    @TempDir
+    Path dir;
+
+    private Path trace(String tolerance) {
+        Path t = dir.resolve("target-" + tolerance + ".json");
+        TargetTraceFiles.write(t, new TargetChainTrace("tiny-target", "reference", tolerance, "dk_dv/K-1", 5,
+                List.of(new TargetAction.Append(List.of(-1, -1)), new TargetAction.Prefill(6, 1),
+                        new TargetAction.Verify(3, 2, 50), new TargetAction.Commit(TargetAction.Acceptance.RANDOM,
+                                3), new TargetAction.Capture(4)), null, -1, -1, -1, null));
+        return t;
+    }
+
+    @Test
+    void theReferencePassesItsOwnTargetChainUnderExact() {
+        Cli r = Cli.run("replay", trace("exact").toString(), "--backend", "reference");
+        assertThat(r.exit()).as(r.out()).isEqualTo(0);
+        assertThat(r.out()).contains("replaying target trace").contains("passed").contains("verify");
+    }
+
+    @Test
+    void theScalarKernelsDivergeFromTheVectorOracleUnderExactAndPassUnderF32() {
+        Cli r = Cli.run("replay", trace("exact").toString(), "--backend", "reference", "--option", "mode=scalar");
+        assertThat(r.exit()).as(r.out()).isEqualTo(1);
+        assertThat(r.out()).contains("FAIL").contains("diverged at action 1");
+        Cli f32 = Cli.run("replay", trace("f32").toString(), "--backend", "reference", "--option", "mode=scalar");
+        assertThat(f32.exit()).as(f32.out()).isEqualTo(0);
+    }
+
+    @Test
+    void aDrafterOnlyBackendAMissingBackendAndABadActionAreRefused() throws Exception {
+        Path t = trace("f32");
+        Cli scalar = Cli.run("replay", t.toString(), "--backend", "scalar");
+        assertThat(scalar.exit()).isEqualTo(3);
+        assertThat(scalar.out()).contains("target trace").contains("drafter only").doesNotContain("at org.");
+        Cli none = Cli.run("replay", t.toString());
+        assertThat(none.exit()).isEqualTo(2);
+        assertThat(none.out()).contains("--backend");
+        Files.writeString(t, Files.readString(t).replace("\"random\"", "\"most\""));
+        Cli bad = Cli.run("replay", t.toString(), "--backend", "reference");
+        assertThat(bad.exit()).isEqualTo(3);
+        assertThat(bad.out()).contains("action 3").contains("cannot be read").doesNotContain("at org.");
+    }
+}
