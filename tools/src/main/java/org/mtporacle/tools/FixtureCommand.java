@@ -52,12 +52,22 @@ final class FixtureCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
+    /** The help's footer: every preset and fixture recipe by name (the --preset description names only a few). */
+    static String[] footer() {
+        return new String[] {"MTP presets: " + String.join(", ", FixtureModels.PRESETS.stream()
+                .map(FixtureModels.Preset::name).toList()) + ".", "Hybrid-target presets: " + String.join(", ",
+                TargetFixtures.PRESETS.stream().map(TargetFixtures.Preset::name).toList()) + ".",
+                "Fixture recipes (for --fixture of conform, tck, golden): " + String.join(", ",
+                        java.util.stream.Stream.concat(FixtureRecipe.BUNDLED.stream(), FixtureRecipe.EXTRA.stream())
+                                .map(FixtureRecipe::name).toList()) + ".", "`mtp fixture --list` shows their shapes."};
+    }
+
     @Override
     public Integer call() throws Exception {
         if (list) {
             System.out.println("presets:");
             for (FixtureModels.Preset p : FixtureModels.PRESETS) {
-                System.out.printf("  %-14s hidden %d, heads %d/%d, head_dim %d, intermediate %d, vocab %d, %s%n",
+                System.out.printf("  %-20s hidden %d, heads %d/%d, head_dim %d, intermediate %d, vocab %d, %s%n",
                         p.name(), p.hiddenSize(), p.numHeads(), p.numKvHeads(), p.headDim(), p.intermediateSize(),
                         p.vocabSize(), p.tied() ? "tied" : "untied");
             }

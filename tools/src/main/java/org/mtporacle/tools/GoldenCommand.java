@@ -73,6 +73,10 @@ final class GoldenCommand implements Runnable {
                 description = "Output directory (default: ${DEFAULT-VALUE}).")
         Path out;
 
+        @Option(names = "--force", description = "Replace goldens of the same name in --out (without it, a golden "
+                + "that exists is refused before anything is recorded).")
+        boolean force;
+
         @Mixin
         Mixins.Contexts contexts;
 
@@ -109,6 +113,23 @@ final class GoldenCommand implements Runnable {
                 Conform.checkContexts(plan.keySet().stream().map(FixtureRecipe::named).toList(), source);
                 return null;
             });
+            if (!force) {
+                List<String> there = new ArrayList<>();
+                plan.forEach((f, ss) -> ss.forEach(sc -> {
+                    String name = GoldenScenarios.name(f, sc, source.tap() == null ? null : source.tap().label());
+                    for (String file : List.of(name + ".json", name + ".safetensors")) {
+                        if (java.nio.file.Files.exists(out.resolve(file))) {
+                            there.add(file);
+                        }
+                    }
+                }));
+                if (!there.isEmpty()) {
+                    throw org.mtporacle.api.MtpException.invalidArgument("golden record: " + out + " already holds "
+                            + String.join(", ", there.size() > 4 ? there.subList(0, 4) : there)
+                            + (there.size() > 4 ? " and " + (there.size() - 4) + " more" : "")
+                            + " (give --force to replace them)");
+                }
+            }
             int total = plan.values().stream().mapToInt(List::size).sum();
             int done = 0;
             ProgressLine progress = quiet.progress();
@@ -139,6 +160,9 @@ final class GoldenCommand implements Runnable {
                     "Exit 0 when every trace passes, 1 when one diverges, 3 when one is malformed, tampered or its "
                             + "model is unavailable."})
     static final class Verify implements Callable<Integer> {
+        @picocli.CommandLine.Mixin
+        Mixins.Engine engine;
+
         @Parameters(paramLabel = "TRACE|DIR", arity = "1..*",
                 description = "Golden JSON files, or directories searched for them.")
         List<Path> paths;
