@@ -124,7 +124,7 @@ final class GoldenCommand implements Runnable {
                     }
                 }));
                 if (!there.isEmpty()) {
-                    throw org.mtporacle.api.MtpException.invalidArgument("golden record: " + out + " already holds "
+                    throw org.mtporacle.api.MtpException.invalidArgument(out + " already holds "
                             + String.join(", ", there.size() > 4 ? there.subList(0, 4) : there)
                             + (there.size() > 4 ? " and " + (there.size() - 4) + " more" : "")
                             + " (give --force to replace them)");

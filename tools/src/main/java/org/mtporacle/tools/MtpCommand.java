@@ -33,6 +33,7 @@ import java.util.List;
                 ServeWireCommand.class,
                 TckCommand.class,
                 SpecCommand.class,
+                CompletionCommand.class,
                 CommandLine.HelpCommand.class
         })
 public final class MtpCommand implements Runnable {

@@ -180,6 +180,14 @@ public record ConformReport(String tool, String created, long seed, int chains, 
                     h.differBeyond(), h.maxDifferGap());
         }
 
+        /** The counts by value (a record prints arrays as {@code [J@57adfab0}). */
+        @Override
+        public String toString() {
+            return "GapData[binWidth=" + binWidth + ", agree=" + java.util.Arrays.toString(agree) + ", differ="
+                    + java.util.Arrays.toString(differ) + ", agreeBeyond=" + agreeBeyond + ", differBeyond="
+                    + differBeyond + ", maxDifferGap=" + maxDifferGap + "]";
+        }
+
         /** The histogram again; null when the counts are not of this build's bins (a report of another version). */
         public GapHistogram histogram() {
             if (agree == null || differ == null || binWidth != GapHistogram.BIN

@@ -283,6 +283,8 @@ public final class TextReport {
                         + "allowance %s; %s (a %,d-chain campaign like this one needs %.4f)", h.differing(),
                 h.positions(), h.maxDifferGap(), h.maxDifferGap() <= allowed ? "within" : "past", allowed,
                 needed <= allowed ? "the data support the allowance" : "the data do not support the allowance",
-                GapCalibration.CAMPAIGN_CHAINS, needed);
+                GapCalibration.CAMPAIGN_CHAINS, needed) + (e.stats().nearTies() == h.differing() ? ""
+                : String.format(Locale.ROOT, "; the near-ties column (%d) counts every draft within the allowance, "
+                        + "seeded-sampling ones too", e.stats().nearTies()));
     }
 }
