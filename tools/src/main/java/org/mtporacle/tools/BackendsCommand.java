@@ -24,12 +24,12 @@ final class BackendsCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        String self = source(MtpCommand.class);
         boolean plugins = false;
         for (MtpBackend b : MtpBackends.all()) {
             Availability a = b.availability();
             String from = source(b.getClass());
-            boolean builtIn = from.equals(self);
+            // a plug-in's classes come from the loader Plugins made for its jars, the tool's own from the tool's
+            boolean builtIn = b.getClass().getClassLoader() == MtpCommand.class.getClassLoader();
             plugins |= !builtIn;
             System.out.printf("%-10s %s%n", UntrustedText.line(b.name()), a.available() ? "available"
                     : "unavailable");

@@ -64,8 +64,8 @@ final class BenchCommand implements Callable<Integer> {
     List<String> only;
 
     @Option(names = "--device-presets", paramLabel = "NAME[,NAME...]", split = ",", hideParamSyntax = true,
-            description = "Shapes of the --backend device table (default: qwen3.5-0.8b, qwen3.5-4b, qwen3.5-27b; "
-                    + "small with --quick).")
+            description = "The --backend table's shapes (default: qwen3.5-0.8b, qwen3.5-4b, qwen3.5-27b; small "
+                    + "with --quick).")
     List<String> devicePresets;
 
     @Option(names = "--weights", paramLabel = "W[,W...]", split = ",", hideParamSyntax = true,

@@ -11,6 +11,8 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 
@@ -52,14 +54,33 @@ final class FixtureCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
-    /** The help's footer: every preset and fixture recipe by name (the --preset description names only a few). */
+    /**
+     * The help's footer: every preset and fixture recipe by name (the --preset description names only a few), wrapped
+     * here at spaces: picocli would also break inside a name at its dots ({@code qwen3.5-0.} / {@code 8b-target}).
+     */
     static String[] footer() {
-        return new String[] {"MTP presets: " + String.join(", ", FixtureModels.PRESETS.stream()
-                .map(FixtureModels.Preset::name).toList()) + ".", "Hybrid-target presets: " + String.join(", ",
-                TargetFixtures.PRESETS.stream().map(TargetFixtures.Preset::name).toList()) + ".",
-                "Fixture recipes (for --fixture of conform, tck, golden): " + String.join(", ",
-                        java.util.stream.Stream.concat(FixtureRecipe.BUNDLED.stream(), FixtureRecipe.EXTRA.stream())
-                                .map(FixtureRecipe::name).toList()) + ".", "`mtp fixture --list` shows their shapes."};
+        List<String> lines = new ArrayList<>();
+        wrap(lines, "MTP presets:", FixtureModels.PRESETS.stream().map(FixtureModels.Preset::name).toList());
+        wrap(lines, "Hybrid-target presets:", TargetFixtures.PRESETS.stream().map(TargetFixtures.Preset::name)
+                .toList());
+        wrap(lines, "Fixture recipes (--fixture of conform, tck, golden):", java.util.stream.Stream.concat(
+                FixtureRecipe.BUNDLED.stream(), FixtureRecipe.EXTRA.stream()).map(FixtureRecipe::name).toList());
+        lines.add("`mtp fixture --list` shows their shapes.");
+        return lines.toArray(String[]::new);
+    }
+
+    private static void wrap(List<String> lines, String heading, List<String> names) {
+        StringBuilder line = new StringBuilder(heading);
+        for (int i = 0; i < names.size(); i++) {
+            String word = names.get(i) + (i == names.size() - 1 ? "." : ",");
+            if (line.length() + 1 + word.length() > 78) {
+                lines.add(line.toString());
+                line = new StringBuilder("  ").append(word);
+            } else {
+                line.append(' ').append(word);
+            }
+        }
+        lines.add(line.toString());
     }
 
     @Override

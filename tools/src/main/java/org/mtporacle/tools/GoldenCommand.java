@@ -62,7 +62,7 @@ final class GoldenCommand implements Runnable {
                             + "the golden's name ends in -tap-pre or -tap-post."})
     static final class Record implements Callable<Integer> {
         @Option(names = "--fixture", paramLabel = "NAME",
-                description = "Fixture recipe to record on (repeatable), e.g. qwen3.5-0.8b. See `mtp fixture --list`.")
+                description = "Fixture recipe (repeatable; e.g. qwen3.5-0.8b; see `mtp fixture --list`) to record on.")
         List<String> fixtures = new ArrayList<>();
 
         @Option(names = "--scenario", paramLabel = "NAME",

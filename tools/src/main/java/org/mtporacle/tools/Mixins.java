@@ -70,9 +70,9 @@ final class Mixins {
         @Spec(Spec.Target.MIXEE)
         CommandSpec mixee;
 
-        @Option(names = "--plugin", paramLabel = "JAR", description = "A jar or class folder with more backends "
-                + "(its META-INF/services file for org.mtporacle.api.MtpBackend lists them); repeatable. "
-                + Plugins.ENV + " adds more, separated like a class path.")
+        @Option(names = "--plugin", paramLabel = "JAR", description = "A jar or class folder with more backends, "
+                + "listed in its META-INF/services (docs/cli.md); repeatable. " + Plugins.ENV + " adds more, "
+                + "separated like a class path.")
         java.util.List<java.nio.file.Path> plugins = new java.util.ArrayList<>();
 
         @Option(names = "--timeout", paramLabel = "SECONDS",
