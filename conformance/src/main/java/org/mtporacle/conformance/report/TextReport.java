@@ -137,7 +137,7 @@ public final class TextReport {
             ConformReport.FailureRecord x = g.example().record();
             sb.append(String.format(Locale.ROOT, "%n%s %s: %s: %s%n  %s; shortest: %s%n", layout.failed("FAILED"),
                     l(g.entryKey()), l(g.signature()), count(g.size(), "failure", "failures"), l(x.message()),
-                    shrunkText(x)));
+                    l(shrunkText(x))));
             sb.append("  chain: ").append(l(String.join("; ", x.shrunkActions()))).append('\n');
             if (!g.places().isEmpty()) {
                 sb.append("  differs most at: ").append(l(placesText(g.places(), 4))).append('\n');
