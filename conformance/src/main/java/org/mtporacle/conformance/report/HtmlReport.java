@@ -194,8 +194,8 @@ public final class HtmlReport {
                 .append(pastAllowance > 0 ? "<br><span style=\"color:" + BAD + "\">" + pastAllowance
                         + " past it</span>" : "").append(bins.isEmpty() && s.nearTies() > 0
                         ? "<br><span class=\"muted\">(gaps not recorded)</span>" : "")
-                .append(s.router().compared() == 0 ? "" : String.format(Locale.ROOT, "<br>router: %d near-tie%s of %d "
-                        + "choices, largest %s (allowance %s)", s.router().nearTies(), s.router().nearTies() == 1
+                .append(s.router().compared() == 0 ? "" : String.format(Locale.ROOT, "<span class=\"router\">router: "
+                        + "%d near-tie%s of %d choices, largest %s (allowance %s)</span>", s.router().nearTies(), s.router().nearTies() == 1
                         ? "" : "s", s.router().compared(), number(s.router().maxGap()), number(routerAllowance)))
                 .append("</div>");
         return b.toString();
@@ -392,6 +392,7 @@ public final class HtmlReport {
             + ".fail{border-left:4px solid " + BAD + ";padding:.2em 1em;margin:1.2em 0;background:#fffafa}"
             + ".fail ol{padding-left:2em}.details th{width:12em}.more{font-style:italic}.fail h3 .count{color:" + BAD
             + "}.warn-text{color:#ef6c00}.neartie-data{font-size:.85em;max-width:22em;color:#37474f;margin-top:.3em}"
-            + "td{overflow-wrap:anywhere}td.chains{white-space:nowrap}"
+            + "table.entries td:first-child{max-width:14em;overflow-wrap:break-word}td.chains,.badge{white-space:nowrap}"
+            + ".meter-text .router{white-space:normal;display:block;max-width:18em}"
             + "footer{margin-top:2em;color:#5f6b70;font-size:.85em}";
 }
