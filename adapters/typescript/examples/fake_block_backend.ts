@@ -477,4 +477,9 @@ class FakeEngine implements Engine {
   }
 }
 
+// Run by hand, the engine would wait silently for a request on standard input: say what it is waiting for.
+if (process.stdin.isTTY) {
+  process.stderr.write("fake_block_backend: an MTP wire-protocol engine, waiting for requests on standard input; "
+    + "run it through mtp, e.g. ./mtp tck --backend exec:'node adapters/typescript/dist/examples/fake_block_backend.js'\n");
+}
 serve(new FakeEngine());

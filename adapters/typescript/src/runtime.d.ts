@@ -1,7 +1,11 @@
 // The little of Node's (and Bun's) `process` global the SDK uses, declared here so that building needs no @types
 // package: the SDK has no dependencies, not even type-only ones.
 declare const process: {
-  stdin: { on(event: "data", cb: (chunk: Uint8Array) => void): void; on(event: "end", cb: () => void): void };
+  stdin: {
+    isTTY?: boolean;
+    on(event: "data", cb: (chunk: Uint8Array) => void): void;
+    on(event: "end", cb: () => void): void;
+  };
   stdout: { write(data: Uint8Array, cb?: () => void): boolean };
   stderr: { write(data: string): boolean };
   exit(code: number): never;

@@ -74,7 +74,8 @@ public final class BackendSelection {
                 b.profiles().stream().map(BackendProfile::label).filter(l -> !l.equals(b.name())).forEach(labels::add);
             }
             throw MtpException.invalidArgument("--backend " + name + ": no such backend or profile (known: "
-                    + String.join(", ", labels) + ")");
+                    + String.join(", ", labels) + ", exec:COMMAND); a backend from a plug-in needs --plugin JAR or "
+                    + "MTP_PLUGINS");
         }
     }
 

@@ -70,7 +70,14 @@ public final class CompanionConverter {
      *                      or an unknown {@code keep} module
      */
     public static Result convert(Path hfDir, Path outDir, Options o, Progress progress) {
-        if (!Files.isDirectory(hfDir) || !Files.isRegularFile(hfDir.resolve("config.json"))) {
+        if (!Files.exists(hfDir)) {
+            throw MtpException.invalidArgument("convert: " + hfDir + ": no such directory");
+        }
+        if (!Files.isDirectory(hfDir)) {
+            throw MtpException.invalidArgument("convert: " + hfDir + ": not a directory (--from takes a model "
+                    + "directory)");
+        }
+        if (!Files.isRegularFile(hfDir.resolve("config.json"))) {
             throw MtpException.incompatibleModel("convert: " + hfDir + " is not a model directory (no config.json)");
         }
         ModelConfig cfg = ModelConfigReader.read(hfDir.resolve("config.json"));

@@ -40,11 +40,15 @@ import java.util.concurrent.Callable;
                         + "the lifecycle's overhead; prefill against OpenBLAS sgemm "
                         + "(set OPENBLAS_CORETYPE=SkylakeX on AVX-512 CPUs; skipped with a note when absent)."})
 final class BenchCommand implements Callable<Integer> {
+    @picocli.CommandLine.Mixin
+    Mixins.Engine engine;
+
     @Option(names = "--preset", paramLabel = "NAME",
             description = "Model shape (default: qwen3.5-0.8b, or small with --quick).")
     String preset;
 
-    @Option(names = "--threads", paramLabel = "N[,N...]", split = ",", description = "Thread counts (default: 1,2).")
+    @Option(names = "--threads", paramLabel = "N[,N...]", split = ",", hideParamSyntax = true,
+            description = "Thread counts (default: 1,2).")
     List<Integer> threads;
 
     @Option(names = "--repetitions", paramLabel = "N", description = "Timed repetitions; medians are reported "
@@ -54,21 +58,21 @@ final class BenchCommand implements Callable<Integer> {
     @Option(names = "--quick", description = "A short smoke run (small shapes, fewer repetitions).")
     boolean quick;
 
-    @Option(names = "--only", paramLabel = "PART[,PART...]", split = ",",
+    @Option(names = "--only", paramLabel = "PART[,PART...]", split = ",", hideParamSyntax = true,
             description = "Measure only these groups: matvec, draft, prefill (the baselines always run); "
                     + "backend alone skips the reference's kernels and times only --backend.")
     List<String> only;
 
-    @Option(names = "--device-presets", paramLabel = "NAME[,NAME...]", split = ",",
-            description = "Shapes of the --backend device table (default: qwen3.5-0.8b,qwen3.5-4b,qwen3.5-27b; "
-                    + "small with --quick).")
+    @Option(names = "--device-presets", paramLabel = "NAME[,NAME...]", split = ",", hideParamSyntax = true,
+            description = "The --backend table's shapes (default: qwen3.5-0.8b, qwen3.5-4b, qwen3.5-27b; small "
+                    + "with --quick).")
     List<String> devicePresets;
 
-    @Option(names = "--weights", paramLabel = "W[,W...]", split = ",",
+    @Option(names = "--weights", paramLabel = "W[,W...]", split = ",", hideParamSyntax = true,
             description = "Weight formats of the --backend device table: bf16, q4 (default: both).")
     List<String> weights;
 
-    @Option(names = "--batches", paramLabel = "B[,B...]", split = ",",
+    @Option(names = "--batches", paramLabel = "B[,B...]", split = ",", hideParamSyntax = true,
             description = "Batch sizes of the --backend device table (default: 1,8).")
     List<Integer> batches;
 
@@ -148,9 +152,13 @@ final class BenchCommand implements Callable<Integer> {
             o = o.withPreset(preset);
         }
         if (threads != null) {
+            Mixins.Usage.require(spec, !threads.isEmpty() && threads.stream().allMatch(t -> t != null && t >= 1),
+                    "--threads " + String.join(",", threads.stream().map(String::valueOf).toList())
+                            + ": every thread count must be ≥ 1");
             o = o.withThreads(threads);
         }
         if (repetitions != null) {
+            Mixins.Usage.require(spec, repetitions >= 1, "--repetitions " + repetitions + ": must be ≥ 1");
             o = o.withRepetitions(repetitions);
         }
         if (noOpenBlas) {

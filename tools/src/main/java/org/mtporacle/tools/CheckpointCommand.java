@@ -35,6 +35,9 @@ import java.util.concurrent.Callable;
                 + "synthetic hiddens; or, with --seal, an existing checkpoint file with its content digest "
                 + "recomputed.", "Read it back with `mtp inspect FILE`."})
 final class CheckpointCommand implements Callable<Integer> {
+    @picocli.CommandLine.Mixin
+    Mixins.Engine engine;
+
     @Spec
     CommandSpec spec;
 
@@ -96,7 +99,7 @@ final class CheckpointCommand implements Callable<Integer> {
             String was = in.digest() == null ? "none" : in.digestMatches() ? "matching" : "not matching";
             RowCheckpoint sealed = in.sealed();
             CheckpointFiles.write(sealed, out);
-            System.out.printf("wrote %s: P = %d, draftOffset = %d, digest %s (recorded digest: %s)%n", out,
+            System.out.printf("wrote %s: P = %d, draftOffset = %d, content digest %s (recorded one: %s)%n", out,
                     sealed.processedTokens(), sealed.draftOffset(), sealed.digest(), was);
             return MtpCommand.EXIT_OK;
         }
@@ -121,8 +124,8 @@ final class CheckpointCommand implements Callable<Integer> {
             cp = rows.capture(0);
         }
         CheckpointFiles.write(cp, out);
-        System.out.printf("wrote %s: backend %s, P = %d, draftOffset = %d, model %s, digest %s%n", out, b.name(),
-                cp.processedTokens(), cp.draftOffset(), cp.modelIdentity(), cp.digest());
+        System.out.printf("wrote %s: backend %s, P = %d, draftOffset = %d, model %s, content digest %s%n", out,
+                b.name(), cp.processedTokens(), cp.draftOffset(), cp.modelIdentity(), cp.digest());
         return MtpCommand.EXIT_OK;
     }
 

@@ -32,11 +32,15 @@ import java.util.concurrent.Callable;
                         + "tiny-target, small-target, tiny-moe-target).",
                 "Exit 0 when every entry passed, 1 when one failed, 3 when a backend asked for is unavailable."})
 final class ConformCommand implements Callable<Integer> {
+    @picocli.CommandLine.Mixin
+    Mixins.Engine engine;
+
     @Spec
     CommandSpec spec;
 
     @Option(names = "--backend", paramLabel = "NAME",
-            description = "Backend or profile to run (repeatable; default: all found, e.g. reference, mlx/native).")
+            description = "Backend or profile to run (repeatable; default: all found, e.g. reference, mlx/native; "
+                    + "exec:COMMAND runs an engine that speaks the wire protocol, conformance/WIRE.md).")
     List<String> backends = new ArrayList<>();
 
     @Option(names = "--fixture", paramLabel = "NAME",
@@ -118,24 +122,27 @@ final class ConformCommand implements Callable<Integer> {
         Conform.Options o = new Conform.Options(selected, backends, recipes, chains, seed, shard.index(),
                 shard.count(), report, FixtureRecipe.defaultCache(), new ChainGenerator.Limits(maxActions,
                 d.maxRows(), d.maxDepth(), d.maxPrefill(), d.badRate(), d.stochasticRate()), source);
+        ReportFiles.checkWritable(report); // before any work: a bad --report fails now, not after an entry ran
         ProgressLine progress = new ProgressLine(quiet.quiet || json.json);
         boolean live = !json.json;
+        TextReport.Layout layout = TextReport.Layout.of(selected.stream().map(c -> c.profile().label()).toList(),
+                recipes.stream().map(FixtureRecipe::name).toList(), Terminal.colour());
         if (live) {
             progress.println(TextReport.header(new ConformReport("", "", seed, chains, List.of(shard.text()),
                     source.describe(), List.of(), new ConformReport.Plan(shard.count(), maxActions, backends,
-                    List.of()), List.of())));
+                    List.of()), List.of()), layout));
             if (bundled != null) {
                 progress.println(bundled.note());
             }
         }
         try (StopOnSignal signal = new StopOnSignal("mtp conform", Duration.ofSeconds(Math.max(60,
                 org.mtporacle.wire.ExecBackend.configuredTimeout().toSeconds() + 30)))) {
-            return run(o, selected, expected, progress, live, signal);
+            return run(o, selected, expected, progress, live, signal, layout);
         }
     }
 
     private int run(Conform.Options o, List<BackendSelection.Choice> selected, ExpectedFailures expected,
-                    ProgressLine progress, boolean live, StopOnSignal signal) {
+                    ProgressLine progress, boolean live, StopOnSignal signal, TextReport.Layout layout) {
         ConformReport r = Conform.run(o, new Conform.Listener() {
             String label = "";
             long failed;
@@ -155,7 +162,7 @@ final class ConformCommand implements Callable<Integer> {
 
             @Override
             public void entryDone(ConformReport.Entry entry) {
-                String line = TextReport.entryLine(entry);
+                String line = TextReport.entryLine(entry, layout);
                 if (live && !line.isEmpty()) {
                     progress.println(line);
                 } else {
@@ -185,7 +192,7 @@ final class ConformCommand implements Callable<Integer> {
         if (json.json) {
             System.out.println(ReportFiles.toJson(r));
         } else {
-            System.out.print(TextReport.footer(r));
+            System.out.print(TextReport.footer(r, layout));
             selected.stream().map(BackendSelection.Choice::backend).distinct().forEach(b -> {
                 String c = Conform.coverage(b.name(), o.limits(), b.capabilities());
                 if (c != null) {
@@ -286,7 +293,7 @@ final class ConformCommand implements Callable<Integer> {
             if (json.json) {
                 System.out.println(ReportFiles.toJson(merged));
             } else {
-                System.out.print(TextReport.render(merged));
+                System.out.print(TextReport.render(merged, TextReport.Layout.of(merged, Terminal.colour())));
                 System.out.println("report: " + file + " and " + file.resolveSibling("report.html"));
             }
             return exitCode(merged);

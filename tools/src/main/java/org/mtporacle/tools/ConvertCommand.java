@@ -53,6 +53,9 @@ final class ConvertCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         int group = quantize.group();
+        if (!java.nio.file.Files.exists(from)) {
+            throw MtpException.invalidArgument("--from " + from + ": no such directory");
+        }
         if (!force && nonEmpty(out)) {
             throw MtpException.invalidArgument("convert: " + out + " is not empty (give --force to write into it)");
         }

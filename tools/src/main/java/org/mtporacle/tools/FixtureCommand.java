@@ -11,6 +11,8 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Spec;
 
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 
@@ -52,12 +54,41 @@ final class FixtureCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
+    /**
+     * The help's footer: every preset and fixture recipe by name (the --preset description names only a few), wrapped
+     * here at spaces: picocli would also break inside a name at its dots ({@code qwen3.5-0.} / {@code 8b-target}).
+     */
+    static String[] footer() {
+        List<String> lines = new ArrayList<>();
+        wrap(lines, "MTP presets:", FixtureModels.PRESETS.stream().map(FixtureModels.Preset::name).toList());
+        wrap(lines, "Hybrid-target presets:", TargetFixtures.PRESETS.stream().map(TargetFixtures.Preset::name)
+                .toList());
+        wrap(lines, "Fixture recipes (--fixture of conform, tck, golden):", java.util.stream.Stream.concat(
+                FixtureRecipe.BUNDLED.stream(), FixtureRecipe.EXTRA.stream()).map(FixtureRecipe::name).toList());
+        lines.add("`mtp fixture --list` shows their shapes.");
+        return lines.toArray(String[]::new);
+    }
+
+    private static void wrap(List<String> lines, String heading, List<String> names) {
+        StringBuilder line = new StringBuilder(heading);
+        for (int i = 0; i < names.size(); i++) {
+            String word = names.get(i) + (i == names.size() - 1 ? "." : ",");
+            if (line.length() + 1 + word.length() > 78) {
+                lines.add(line.toString());
+                line = new StringBuilder("  ").append(word);
+            } else {
+                line.append(' ').append(word);
+            }
+        }
+        lines.add(line.toString());
+    }
+
     @Override
     public Integer call() throws Exception {
         if (list) {
             System.out.println("presets:");
             for (FixtureModels.Preset p : FixtureModels.PRESETS) {
-                System.out.printf("  %-14s hidden %d, heads %d/%d, head_dim %d, intermediate %d, vocab %d, %s%s%n",
+                System.out.printf("  %-20s hidden %d, heads %d/%d, head_dim %d, intermediate %d, vocab %d, %s%s%n",
                         p.name(), p.hiddenSize(), p.numHeads(), p.numKvHeads(), p.headDim(), p.intermediateSize(),
                         p.vocabSize(), p.tied() ? "tied" : "untied", p.gainSpread() == FixtureModels.Preset.GAIN_SPREAD
                                 ? "" : ", norm gains 1 + N(0, " + p.gainSpread() + "²)");

@@ -62,7 +62,7 @@ final class GoldenCommand implements Runnable {
                             + "the golden's name ends in -tap-pre or -tap-post."})
     static final class Record implements Callable<Integer> {
         @Option(names = "--fixture", paramLabel = "NAME",
-                description = "Fixture recipe to record on (repeatable), e.g. qwen3.5-0.8b. See `mtp fixture --list`.")
+                description = "Fixture recipe (repeatable; e.g. qwen3.5-0.8b; see `mtp fixture --list`) to record on.")
         List<String> fixtures = new ArrayList<>();
 
         @Option(names = "--scenario", paramLabel = "NAME",
@@ -72,6 +72,10 @@ final class GoldenCommand implements Runnable {
         @Option(names = "--out", paramLabel = "DIR", defaultValue = "golden",
                 description = "Output directory (default: ${DEFAULT-VALUE}).")
         Path out;
+
+        @Option(names = "--force", description = "Replace goldens of the same name in --out (without it, a golden "
+                + "that exists is refused before anything is recorded).")
+        boolean force;
 
         @Mixin
         ModelOption model;
@@ -117,6 +121,23 @@ final class GoldenCommand implements Runnable {
                 Conform.checkContexts(plan.keySet().stream().map(FixtureRecipe::named).toList(), source);
                 return null;
             });
+            if (!force) {
+                List<String> there = new ArrayList<>();
+                plan.forEach((f, ss) -> ss.forEach(sc -> {
+                    String name = GoldenScenarios.name(f, sc, source.tap() == null ? null : source.tap().label());
+                    for (String file : List.of(name + ".json", name + ".safetensors")) {
+                        if (java.nio.file.Files.exists(out.resolve(file))) {
+                            there.add(file);
+                        }
+                    }
+                }));
+                if (!there.isEmpty()) {
+                    throw org.mtporacle.api.MtpException.invalidArgument(out + " already holds "
+                            + String.join(", ", there.size() > 4 ? there.subList(0, 4) : there)
+                            + (there.size() > 4 ? " and " + (there.size() - 4) + " more" : "")
+                            + " (give --force to replace them)");
+                }
+            }
             int total = plan.values().stream().mapToInt(List::size).sum();
             int done = 0;
             ProgressLine progress = quiet.progress();
@@ -147,6 +168,9 @@ final class GoldenCommand implements Runnable {
                     "Exit 0 when every trace passes, 1 when one diverges, 3 when one is malformed, tampered or its "
                             + "model is unavailable."})
     static final class Verify implements Callable<Integer> {
+        @picocli.CommandLine.Mixin
+        Mixins.Engine engine;
+
         @Parameters(paramLabel = "TRACE|DIR", arity = "1..*",
                 description = "Golden JSON files, or directories searched for them.")
         List<Path> paths;

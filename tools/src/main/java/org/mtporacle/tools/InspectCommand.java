@@ -76,6 +76,7 @@ final class InspectCommand implements Callable<Integer> {
             summary = targetCheckpoint(TargetCheckpointFiles.read(path));
         }
         if (summary == null) {
+            requireModelOrSafetensors(path);
             ModelInspector.Report r = ModelInspector.inspect(path);
             System.out.print(json.json ? r.toJson() + "\n" : r.toText());
             if (strict && !r.warnings().isEmpty()) {
@@ -89,6 +90,34 @@ final class InspectCommand implements Callable<Integer> {
             print(summary, "");
         }
         return MtpCommand.EXIT_OK;
+    }
+
+    /**
+     * What is left for the model inspector must be a model directory or a safetensors file; anything else is named for
+     * what it is not, with what inspect reads (not "safetensors" for a README, not "missing config.json" for a folder
+     * of golden traces).
+     */
+    private static void requireModelOrSafetensors(Path p) {
+        String reads = "inspect reads a model directory, a .safetensors file, a checkpoint, a chain trace or a golden "
+                + "trace";
+        if (Files.isDirectory(p) && !Files.isRegularFile(p.resolve("config.json"))) {
+            boolean json;
+            try (java.util.stream.Stream<Path> s = Files.list(p)) {
+                json = s.anyMatch(f -> f.getFileName().toString().endsWith(".json"));
+            } catch (java.io.IOException e) {
+                json = false;
+            }
+            throw MtpException.invalidArgument(p + ": a directory without config.json, so not a model directory; "
+                    + reads + (json ? " (give one of its .json files)" : ""));
+        }
+        if (Files.isRegularFile(p) && !p.getFileName().toString().endsWith(".safetensors")) {
+            try (SafetensorsFile f = SafetensorsFile.open(p)) {
+                return; // safetensors under another name
+            } catch (MtpException e) {
+                throw MtpException.invalidArgument(p + ": not a safetensors file, checkpoint, chain trace or golden "
+                        + "trace; " + reads);
+            }
+        }
     }
 
     private static boolean isCheckpoint(Path file) {
@@ -112,7 +141,7 @@ final class InspectCommand implements Callable<Integer> {
             t.put(e.getKey(), e.getValue().describe());
         }
         m.put("tensors", t);
-        m.put("digest", CheckpointDigest.of(cp));
+        m.put("goldenDigest", CheckpointDigest.of(cp));
         String content = cp.contentDigest();
         m.put("contentDigest", content);
         // the recorded value is the file's: never printed beyond a short prefix (it only has to be told apart)

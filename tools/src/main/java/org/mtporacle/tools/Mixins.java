@@ -62,6 +62,27 @@ final class Mixins {
     }
 
     /**
+     * {@code --plugin JAR} and {@code --timeout SECONDS}: the commands that start a backend (conform, tck, replay,
+     * golden verify, bench, checkpoint, backends, serve-wire). The plug-ins are loaded by {@link MtpCommand} before
+     * the command runs; the timeout applies to {@code exec:} engines.
+     */
+    static final class Engine {
+        @Spec(Spec.Target.MIXEE)
+        CommandSpec mixee;
+
+        @Option(names = "--plugin", paramLabel = "JAR", description = "A jar or class folder with more backends, "
+                + "listed in its META-INF/services (docs/cli.md); repeatable. " + Plugins.ENV + " adds more, "
+                + "separated like a class path.")
+        java.util.List<java.nio.file.Path> plugins = new java.util.ArrayList<>();
+
+        @Option(names = "--timeout", paramLabel = "SECONDS",
+                description = "Per-call timeout of exec: engines, in seconds (default: 60).")
+        void timeout(double seconds) {
+            MtpCommand.setTimeout(mixee.commandLine(), seconds);
+        }
+    }
+
+    /**
      * {@code --contexts synthetic|target} and {@code --tap pre|post}: conform, tck, golden record. Where the hiddens fed
      * to prefill and commit come from (spec §13.4); an unknown value, or a tap with synthetic contexts, is exit 2.
      */

@@ -33,6 +33,7 @@ import java.util.List;
                 ServeWireCommand.class,
                 TckCommand.class,
                 SpecCommand.class,
+                CompletionCommand.class,
                 CommandLine.HelpCommand.class
         })
 public final class MtpCommand implements Runnable {
@@ -47,21 +48,38 @@ public final class MtpCommand implements Runnable {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
-    /** Per-call timeout of {@code exec:} backends, for every subcommand ({@code mtp conform --timeout 5 ...}). */
-    @CommandLine.Option(names = "--timeout", paramLabel = "SECONDS", scope = CommandLine.ScopeType.INHERIT,
-            description = "Per-call timeout of exec: backends, in seconds (default: 60).")
+    /**
+     * {@code --timeout} and {@code --plugin} before the subcommand ({@code mtp --plugin x.jar conform}) still work,
+     * but are not listed: the commands that start a backend list them ({@link Mixins.Engine}).
+     */
+    @CommandLine.Option(names = "--timeout", paramLabel = "SECONDS", hidden = true)
     void timeout(double seconds) {
+        setTimeout(spec.commandLine(), seconds);
+    }
+
+    @CommandLine.Option(names = "--plugin", paramLabel = "JAR", hidden = true)
+    List<Path> plugins = new ArrayList<>();
+
+    /** Sets the per-call timeout of exec: engines, or fails as a usage error naming the option. */
+    static void setTimeout(CommandLine line, double seconds) {
         if (!(seconds > 0) || seconds > 86_400) {
-            throw new CommandLine.ParameterException(spec.commandLine(), "--timeout " + seconds
+            throw new CommandLine.ParameterException(line, "--timeout " + seconds
                     + ": expected seconds in (0, 86400]");
         }
         System.setProperty(org.mtporacle.wire.ExecBackend.TIMEOUT_PROPERTY, Double.toString(seconds));
     }
 
-    @CommandLine.Option(names = "--plugin", paramLabel = "JAR", scope = CommandLine.ScopeType.INHERIT,
-            description = "A jar or class folder with more backends (listed in " + Plugins.SERVICES
-                    + "); repeatable. " + Plugins.ENV + " adds more, separated like a class path.")
-    List<Path> plugins = new ArrayList<>();
+    /** Every {@code --plugin} given, before the subcommand or after it, in order. */
+    static List<Path> plugins(CommandLine.ParseResult parseResult) {
+        List<Path> all = new ArrayList<>();
+        for (CommandLine c : parseResult.asCommandLineList()) {
+            CommandLine.Model.OptionSpec o = c.getParseResult().matchedOption("--plugin");
+            if (o != null) {
+                all.addAll(o.<List<Path>>getValue());
+            }
+        }
+        return all;
+    }
 
     @Override
     public void run() {
@@ -69,6 +87,7 @@ public final class MtpCommand implements Runnable {
     }
 
     public static void main(String[] args) {
+        Terminal.restoreStderr(System.getenv("MTP_STDERR_FD"));
         System.exit(commandLine().execute(args));
     }
 
@@ -76,10 +95,11 @@ public final class MtpCommand implements Runnable {
     public static CommandLine commandLine() {
         MtpCommand root = new MtpCommand();
         CommandLine cl = new CommandLine(root);
+        cl.getSubcommands().get("fixture").getCommandSpec().usageMessage().footer(FixtureCommand.footer());
         cl.setParameterExceptionHandler(MtpCommand::usageError);
         cl.setExecutionStrategy(parseResult -> {
             try {
-                return Plugins.run(Plugins.paths(root.plugins, System.getenv(Plugins.ENV)),
+                return Plugins.run(Plugins.paths(plugins(parseResult), System.getenv(Plugins.ENV)),
                         () -> new CommandLine.RunLast().execute(parseResult));
             } catch (MtpException e) {
                 CommandLine sub = parseResult.asCommandLineList().getLast();

@@ -50,6 +50,9 @@ import java.util.concurrent.Callable;
                         + "(--backend NAME), never from the trace, unless --trace-backend says to run the trace's "
                         + "(printed first). --option replaces the trace's backend options."})
 final class ReplayCommand implements Callable<Integer> {
+    @picocli.CommandLine.Mixin
+    Mixins.Engine engine;
+
     @Parameters(paramLabel = "TRACE", description = "A chain trace (JSON).")
     Path trace;
 

@@ -19,6 +19,9 @@ import java.util.concurrent.Callable;
                 "Run by a runner, not by hand: `mtp conform --backend exec:'./mtp serve-wire --backend reference'`. "
                         + "Standard output carries only frames; logs go to standard error."})
 final class ServeWireCommand implements Callable<Integer> {
+    @picocli.CommandLine.Mixin
+    Mixins.Engine engine;
+
     @picocli.CommandLine.Spec
     picocli.CommandLine.Model.CommandSpec spec;
 

@@ -1,5 +1,7 @@
 package org.mtporacle.tools;
 
+import org.mtporacle.conformance.report.TckHtmlReport;
+
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import org.junit.platform.engine.TestExecutionResult;
@@ -45,6 +47,9 @@ import static org.junit.platform.engine.discovery.DiscoverySelectors.selectMetho
                 "Works for in-process backends and for engines in another language: --backend exec:'COMMAND ARGS'. "
                         + "Exit 0 when no rule failed, 1 otherwise."})
 final class TckCommand implements Callable<Integer> {
+    @picocli.CommandLine.Mixin
+    Mixins.Engine engine;
+
     @picocli.CommandLine.Spec
     picocli.CommandLine.Model.CommandSpec spec;
 
@@ -236,6 +241,7 @@ final class TckCommand implements Callable<Integer> {
         LauncherDiscoveryRequest request = LauncherDiscoveryRequestBuilder.request()
                 .selectors(onlyRules.isEmpty() ? List.of(selectClass(TckSubject.class)) : onlyRules.stream()
                         .distinct().map(r -> selectMethod(TckSubject.class, r)).toList()).build();
+        org.mtporacle.conformance.report.ReportFiles.checkWritable(report); // before any rule runs
         Launcher launcher = LauncherFactory.create();
         long t0 = System.nanoTime();
         launcher.execute(request, listener);
@@ -274,8 +280,11 @@ final class TckCommand implements Callable<Integer> {
             jsonText = new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT).writeValueAsString(doc);
             Files.createDirectories(report);
             Files.writeString(report.resolve("report.json"), jsonText + "\n");
-            Files.writeString(report.resolve("report.html"), html(b, p, dense.name() + " and " + quantized.name()
-                    + "; contexts of the lockstep rules: " + source.describe(), all, passed, failed, skipped));
+            Files.writeString(report.resolve("report.html"), TckHtmlReport.render(b.name(), b.description(),
+                    p.label() + ", options " + p.options() + ", tolerance " + p.tolerance().describe(), dense.name()
+                            + " and " + quantized.name() + "; contexts of the lockstep rules: " + source.describe(),
+                    all.stream().map(r -> new TckHtmlReport.Rule(r.rule(), r.title(), r.status(), r.message(),
+                            r.seconds())).toList(), containerProblem[0]));
         } catch (IOException e) {
             throw new UncheckedIOException("tck: cannot write the report under " + report, e);
         }
@@ -357,30 +366,5 @@ final class TckCommand implements Callable<Integer> {
         String msg = r.message().isEmpty() || r.status().equals("PASSED") ? ""
                 : "\n      " + UntrustedText.line(r.message().lines().findFirst().orElse(""));
         return String.format(Locale.ROOT, "  %s %-62s %s%s", mark, r.rule(), r.title(), msg);
-    }
-
-    private static String html(MtpBackend b, BackendProfile p, String fixtures, List<Rule> rules, long passed,
-                               long failed, long skipped) {
-        StringBuilder sb = new StringBuilder("<!doctype html><meta charset=\"utf-8\"><title>mtp tck</title>"
-                + "<style>body{font-family:sans-serif;margin:2em}td,th{padding:4px 8px;border-bottom:1px solid #ddd;"
-                + "vertical-align:top}.PASSED{color:#060}.FAILED{color:#b00;font-weight:bold}.SKIPPED{color:#777}"
-                + "pre{white-space:pre-wrap;margin:0}</style>");
-        sb.append("<h1>mtp tck: ").append(esc(b.name())).append("</h1><p>").append(esc(b.description()))
-                .append("<br>profile ").append(esc(p.label())).append(", options ").append(esc(p.options().toString()))
-                .append(", tolerance ").append(esc(p.tolerance().describe())).append(", fixtures ")
-                .append(esc(fixtures)).append("</p><p>").append(passed)
-                .append(" passed, ").append(failed).append(" failed, ").append(skipped).append(" skipped</p>")
-                .append("<table><tr><th>rule</th><th>what it checks</th><th>status</th><th>s</th><th>message</th></tr>");
-        for (Rule r : rules) {
-            sb.append("<tr><td><code>").append(esc(r.rule())).append("</code></td><td>").append(esc(r.title()))
-                    .append("</td><td class=\"").append(r.status()).append("\">").append(r.status())
-                    .append("</td><td>").append(String.format(Locale.ROOT, "%.1f", r.seconds())).append("</td><td><pre>")
-                    .append(org.mtporacle.api.UntrustedText.htmlLines(r.message())).append("</pre></td></tr>");
-        }
-        return sb.append("</table>\n").toString();
-    }
-
-    private static String esc(String s) {
-        return org.mtporacle.api.UntrustedText.html(s);
     }
 }

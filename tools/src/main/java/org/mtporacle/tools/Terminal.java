@@ -15,14 +15,17 @@ import java.util.Optional;
  * are not found (not a POSIX C library) standard error counts as not a terminal.
  */
 final class Terminal {
+    private static final int STDOUT = 1;
     private static final int STDERR = 2;
     private static final MethodHandle ISATTY;
     private static final MethodHandle IOCTL;
+    private static final MethodHandle DUP2;
     private static final long TIOCGWINSZ;
 
     static {
         MethodHandle isatty = null;
         MethodHandle ioctl = null;
+        MethodHandle dup2 = null;
         String os = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
         TIOCGWINSZ = os.contains("mac") || os.contains("darwin") ? 0x40087468L : 0x5413L;
         try {
@@ -35,25 +38,70 @@ final class Terminal {
                 ioctl = linker.downcallHandle(g.get(), FunctionDescriptor.of(ValueLayout.JAVA_INT,
                         ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG, ValueLayout.ADDRESS),
                         Linker.Option.firstVariadicArg(2));
+                Optional<MemorySegment> d = linker.defaultLookup().find("dup2");
+                if (d.isPresent()) {
+                    dup2 = linker.downcallHandle(d.get(), FunctionDescriptor.of(ValueLayout.JAVA_INT,
+                            ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
+                }
             }
         } catch (RuntimeException e) {
             isatty = null; // no native access: treated as no terminal
             ioctl = null;
+            dup2 = null;
         }
         ISATTY = isatty;
         IOCTL = ioctl;
+        DUP2 = dup2;
     }
 
     private Terminal() {
     }
 
+    /**
+     * Puts the launcher's standard error back on file descriptor 2. The {@code mtp} script starts the JVM with its
+     * standard error through a filter that drops the JDK's "Using incubator modules" warning, printed while the JVM
+     * boots, and the real one on the descriptor named by {@code MTP_STDERR_FD}; once running, standard error is the
+     * real one again (a terminal stays a terminal for the progress line, and nothing is reordered). Does nothing
+     * without that variable or where {@code dup2} is not found.
+     */
+    static void restoreStderr(String fdVariable) {
+        if (fdVariable == null || DUP2 == null) {
+            return;
+        }
+        try {
+            int fd = Integer.parseInt(fdVariable.trim());
+            if (fd > STDERR) {
+                System.err.flush();
+                int ignored = (int) DUP2.invokeExact(fd, STDERR);
+            }
+        } catch (Throwable t) {
+            // keep the filtered standard error: every line still arrives
+        }
+    }
+
     /** True when standard error is a terminal. */
     static boolean stderrIsTerminal() {
+        return isatty(STDERR);
+    }
+
+    /**
+     * Whether to colour what goes to standard output ({@code FAILED} in red, as pytest and test-backend-ops do): only
+     * when it is a terminal, and never when {@code NO_COLOR} is set to anything non-empty (no-color.org).
+     */
+    static boolean colour() {
+        return colour(System.getenv("NO_COLOR"), isatty(STDOUT));
+    }
+
+    static boolean colour(String noColor, boolean stdoutIsTerminal) {
+        return stdoutIsTerminal && (noColor == null || noColor.isEmpty());
+    }
+
+    private static boolean isatty(int fd) {
         if (ISATTY == null) {
             return false;
         }
         try {
-            return (int) ISATTY.invokeExact(STDERR) == 1;
+            return (int) ISATTY.invokeExact(fd) == 1;
         } catch (Throwable t) {
             return false;
         }

@@ -121,6 +121,7 @@ class ExitCodesTest {
                 2, a("--model", target, "--depth", "65"), 3, a("--model", p("missing-model")));
         cases("mtp serve-wire", 0, a("--help"), 2, a("--backend", "exec:python3 x.py"));
         cases("mtp backends", 0, a(), 2, a("--bogus"));
+        cases("mtp completion", 0, a(), 2, a("--bogus"));
         cases("mtp help", 0, a("conform"), 2, a("nope"));
     }
 

@@ -31,7 +31,7 @@ class InspectCommandTest {
         assertThat(r.out()).contains("kind: checkpoint", "processedTokens: 3", "draftOffset: 2", "aligned: true",
                 "modelIdentity: abc", "keys: F32[1, 2, 2, 4]");
         Cli j = Cli.run("inspect", "--json", f.toString());
-        assertThat(j.out()).contains("\"kind\" : \"checkpoint\"", "\"digest\"");
+        assertThat(j.out()).contains("\"kind\" : \"checkpoint\"", "\"goldenDigest\"", "\"contentDigest\"");
         assertThat(r.out()).contains("contentDigest: " + cp.contentDigest(), "recordedDigest: none");
 
         Path sealed = tmp.resolve("sealed.safetensors");

@@ -79,4 +79,41 @@ class LauncherTest {
             assertThat(out).contains("ran " + root.resolve("tools/target/launch/mtp.jar"));
         }
     }
+
+    /**
+     * The JDK's incubator warning, which the JVM prints first on standard error while it boots, does not reach the
+     * user; every other line on standard error does, the exit status is the JVM's, and the JVM is told on which
+     * descriptor the real standard error is (the tool puts it back on 2 itself, which a stand-in cannot).
+     */
+    @Test
+    void theIncubatorWarningIsDroppedAndEverythingElsePassesThrough() throws Exception {
+        Path repo = Path.of(System.getProperty("mtp.repo.root", ".."));
+        Files.copy(repo.resolve("mtp"), root.resolve("mtp"));
+        Files.writeString(root.resolve("pom.xml"), "<project/>");
+        Files.createDirectories(root.resolve("tools/target/launch"));
+        Files.writeString(root.resolve("tools/target/launch/mtp.jar"), "jar"); // newer than every source: no build
+        script(root.resolve("jdk25"), "echo \"$(dirname \"$0\")/jdk\"\n");
+        script(root.resolve("jdk/bin/java"), """
+                echo "WARNING: Using incubator modules: jdk.incubator.vector" >&2
+                echo "mtp: a real message" >&2
+                printf 'no newline at the end' >&2
+                echo "fd=$MTP_STDERR_FD" >&"$MTP_STDERR_FD"
+                echo "the output"
+                exit 7
+                """);
+        Path err = root.resolve("err.txt");
+        Process p = new ProcessBuilder("bash", root.resolve("mtp").toString(), "--version").directory(root.toFile())
+                .redirectError(err.toFile()).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+        assertThat(p.exitValue()).as("the JVM's exit status").isEqualTo(7);
+        assertThat(out).isEqualTo("the output\n");
+        String stderr = "";
+        for (int i = 0; i < 50 && !stderr.contains("no newline at the end"); i++) { // the filter may finish last
+            Thread.sleep(100);
+            stderr = Files.readString(err);
+        }
+        assertThat(stderr).doesNotContain("incubator").contains("mtp: a real message\n")
+                .contains("no newline at the end").contains("fd=3\n");
+    }
 }

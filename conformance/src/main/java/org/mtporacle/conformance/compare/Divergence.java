@@ -117,9 +117,17 @@ public record Divergence(Kind kind, int actionIndex, String side, int row, int p
         }
     }
 
-    /** A checkpoint tensor: its name, shapes, NMSE (NaN when the shapes differ) and threshold. */
+    /**
+     * A checkpoint tensor: its name, shapes, NMSE (NaN when the shapes differ), threshold, and where it differs most
+     * ({@link Nmse#largestDifference}; empty when not known).
+     */
     public record TensorEvidence(String tensor, String expectedShape, String actualShape, double nmse,
-                                 double threshold) implements Evidence {
+                                 double threshold, String where) implements Evidence {
+        public TensorEvidence(String tensor, String expectedShape, String actualShape, double nmse,
+                              double threshold) {
+            this(tensor, expectedShape, actualShape, nmse, threshold, "");
+        }
+
         public Map<String, Object> facts() {
             Map<String, Object> m = new LinkedHashMap<>();
             m.put("tensor", tensor);
@@ -128,6 +136,9 @@ public record Divergence(Kind kind, int actionIndex, String side, int row, int p
             if (!Double.isNaN(nmse)) {
                 m.put("nmse", nmse);
                 m.put("threshold", threshold);
+            }
+            if (where != null && !where.isEmpty()) {
+                m.put("largestDifference", where);
             }
             return m;
         }

@@ -121,4 +121,11 @@ public final class GapHistogram {
     static double centre(int i) {
         return (i + 0.5) * BIN;
     }
+
+    /** "GapHistogram[positions=…, differing=…, maxDifferGap=…]" (the bins are in {@link #agreeCounts()}). */
+    @Override
+    public String toString() {
+        return "GapHistogram[positions=" + positions() + ", differing=" + differing() + ", maxDifferGap="
+                + maxDifferGap() + "]";
+    }
 }

@@ -287,8 +287,10 @@ public final class Judge {
         if (nmse <= bound) {
             return null;
         }
+        String where = kv ? Nmse.largestDifference(actual, expected, "kv head", "position", "dim")
+                : Nmse.largestDifference(actual, expected, "dim");
         return new Divergence(Kind.CHECKPOINT_TENSOR, -1, null, row, -1, new TensorEvidence(name,
-                expected.describe(), actual.describe(), nmse, bound), String.format(Locale.ROOT,
+                expected.describe(), actual.describe(), nmse, bound, where), String.format(Locale.ROOT,
                 "%s: %s NMSE %.3g > %.3g %s", what, name, nmse, bound, tolerance.name()));
     }
 

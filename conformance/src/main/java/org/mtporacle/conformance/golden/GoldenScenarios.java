@@ -69,6 +69,15 @@ public final class GoldenScenarios {
     }
 
     /**
+     * The name of the golden {@link #record} writes ({@code <name>.json}, {@code <name>.safetensors}): the fixture (or
+     * {@code model}), the scenario, and {@code -tap-pre} or {@code -tap-post} for target contexts ({@code tap} null:
+     * synthetic).
+     */
+    public static String name(String fixture, String scenario, String tap) {
+        return (fixture == null ? "model" : fixture) + "-" + scenario + (tap == null ? "" : "-tap-" + tap);
+    }
+
+    /**
      * As {@link #record(MtpModel, String, String, Path)}, with the contexts of {@code taps} (null: synthetic); the
      * golden's name then ends in {@code -tap-pre} or {@code -tap-post}.
      */
@@ -79,8 +88,7 @@ public final class GoldenScenarios {
             default -> throw MtpException.invalidArgument("golden record: unknown scenario '" + scenario
                     + "', expected one of " + NAMES);
         };
-        String name = (fixture == null ? "model" : fixture) + "-" + scenario
-                + (taps == null ? "" : "-tap-" + taps.tap().label());
+        String name = name(fixture, scenario, taps == null ? null : taps.tap().label());
         if (taps != null) {
             taps.checkFits(model);
         }

@@ -39,6 +39,16 @@ public record ChainOutcome(long seed, List<Action> chain, int executed, Divergen
             return gaps.copy();
         }
 
+        /** The values, arrays included (a record prints them as {@code [J@57adfab0}). */
+        @Override
+        public String toString() {
+            return "Stats[comparedTokens=" + comparedTokens + ", nearTies=" + nearTies + ", comparedCheckpoints="
+                    + comparedCheckpoints + ", maxKvNmse=" + maxKvNmse + ", maxHiddenNmse=" + maxHiddenNmse
+                    + ", badCalls=" + badCalls + ", skippedBadCalls=" + skippedBadCalls + ", maxNearTieGap="
+                    + maxNearTieGap + ", nearTieBins=" + java.util.Arrays.toString(nearTieBins) + ", gaps=" + gaps
+                    + ", router=" + router + "]";
+        }
+
         public Stats plus(Stats o) {
             long[] bins = nearTieBins.clone();
             for (int i = 0; i < bins.length; i++) {

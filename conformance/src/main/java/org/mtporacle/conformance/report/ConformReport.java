@@ -109,6 +109,30 @@ public record ConformReport(String tool, String created, long seed, int chains, 
         public String key() {
             return profile + " @ " + fixture;
         }
+
+        /**
+         * The worst K/V NMSE seen: the campaign's, or a failure's when larger (a shrunk chain is another chain and
+         * may diverge further than any the campaign compared).
+         */
+        public double worstKvNmse() {
+            return worst(stats == null ? 0 : stats.maxKvNmse(), java.util.Set.of("keys", "values"));
+        }
+
+        /** The worst hidden NMSE seen, as {@link #worstKvNmse()}. */
+        public double worstHiddenNmse() {
+            return worst(stats == null ? 0 : stats.maxHiddenNmse(), java.util.Set.of("hidden"));
+        }
+
+        private double worst(double campaign, java.util.Set<String> tensors) {
+            double w = campaign;
+            for (FailureRecord f : failures) {
+                double n = f.nmse(tensors);
+                if (n > w) {
+                    w = n;
+                }
+            }
+            return w;
+        }
     }
 
     /**
@@ -156,6 +180,14 @@ public record ConformReport(String tool, String created, long seed, int chains, 
                     h.differBeyond(), h.maxDifferGap());
         }
 
+        /** The counts by value (a record prints arrays as {@code [J@57adfab0}). */
+        @Override
+        public String toString() {
+            return "GapData[binWidth=" + binWidth + ", agree=" + java.util.Arrays.toString(agree) + ", differ="
+                    + java.util.Arrays.toString(differ) + ", agreeBeyond=" + agreeBeyond + ", differBeyond="
+                    + differBeyond + ", maxDifferGap=" + maxDifferGap + "]";
+        }
+
         /** The histogram again; null when the counts are not of this build's bins (a report of another version). */
         public GapHistogram histogram() {
             if (agree == null || differ == null || binWidth != GapHistogram.BIN
@@ -171,7 +203,15 @@ public record ConformReport(String tool, String created, long seed, int chains, 
                                 String category, String message, Map<String, Object> details, String trace) {
         public FailureRecord {
             shrunkActions = shrunkActions == null ? List.of() : List.copyOf(shrunkActions);
-            details = details == null ? Map.of() : Map.copyOf(details);
+            // in the order the evidence gave them (Divergence.Evidence#facts), so tables read the same every run
+            details = details == null ? Map.of() : java.util.Collections.unmodifiableMap(
+                    new java.util.LinkedHashMap<>(details));
+        }
+
+        /** The NMSE this failure's evidence records for a tensor named in {@code tensors}; NaN when none. */
+        double nmse(java.util.Set<String> tensors) {
+            return details.get("nmse") instanceof Number n && tensors.contains(String.valueOf(details.get("tensor")))
+                    ? n.doubleValue() : Double.NaN;
         }
     }
 

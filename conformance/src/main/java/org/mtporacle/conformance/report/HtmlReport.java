@@ -17,8 +17,8 @@ import java.util.Map;
  * counted by entry and category.
  */
 public final class HtmlReport {
-    private static final String OK = "#2e7d32";
-    private static final String BAD = "#c62828";
+    static final String OK = "#2e7d32";
+    static final String BAD = "#c62828";
     private static final String MUTED = "#8a8a8a";
     /** The NMSE axis: log10 from 1e-14 to 1. */
     private static final int LOG_MIN = -14;
@@ -47,6 +47,8 @@ public final class HtmlReport {
                         + " shards (" + esc(String.join(", ", r.shards())) + ")")
                 .append(". Contexts: ").append(esc(r.contexts())).append(". ").append(esc(r.tool())).append(", ")
                 .append(esc(r.created())).append(".</p>");
+        h.append("<p class=\"campaign\">Run the whole campaign again: <code class=\"reproduce\">")
+                .append(esc(TextReport.reproduce(r))).append("</code></p>");
         if (!r.missingShards().isEmpty()) {
             h.append("<p class=\"warn\">Partial merge: shard").append(r.missingShards().size() == 1 ? " " : "s ")
                     .append(esc(String.join(", ", r.missingShards()))).append(" of ").append(r.plan().shardCount())
@@ -86,12 +88,13 @@ public final class HtmlReport {
                     .append("</td><td title=\"").append(esc(e.fixtureRecipe())).append("\">").append(esc(e.fixture()))
                     .append("</td><td><span class=\"badge ").append(e.status()).append("\">")
                     .append(e.status().name().toLowerCase(Locale.ROOT)).append("</span></td>")
-                    .append(String.format(Locale.ROOT, "<td>%d / %d<br><span class=\"muted\">%.1f /s</span></td>",
-                            e.passed(), e.chainsRun(), e.seconds() == 0 ? 0 : e.chainsRun() / e.seconds()))
+                    .append(chains(r, e))
                     .append("<td title=\"").append(esc(t.describe())).append("\">").append(esc(t.describe()))
-                    .append("</td><td>").append(meter(s.maxKvNmse(), t.kvNmse(), s.comparedCheckpoints()))
-                    .append("</td><td>").append(meter(s.maxHiddenNmse(), t.hiddenNmse(), s.comparedCheckpoints()))
-                    .append("</td><td>").append(nearTies(s, t.tokenGap(), t.routerGap(), tokenFailures(e))).append("</td>")
+                    .append("</td><td>").append(meter(e.worstKvNmse(), t.kvNmse(), s.comparedCheckpoints()))
+                    .append("</td><td>").append(meter(e.worstHiddenNmse(), t.hiddenNmse(), s.comparedCheckpoints()))
+                    .append("</td><td>").append(nearTies(s, t.tokenGap(), t.routerGap(), tokenFailures(e)))
+                    .append(TextReport.nearTieData(e) == null ? "" : "<div class=\"neartie-data\">"
+                            + esc(TextReport.nearTieData(e)) + "</div>").append("</td>")
                     .append(String.format(Locale.ROOT, "<td class=\"muted\">%d tokens<br>%d checkpoints<br>%d bad "
                             + "calls<br>%s</td></tr>", s.comparedTokens(), s.comparedCheckpoints(), s.badCalls(),
                             esc(e.numerics())));
@@ -121,10 +124,35 @@ public final class HtmlReport {
                     + "fill=\"#263238\"/>", Math.min(w - 2, tx)));
         }
         s.append("</svg><div class=\"meter-text\" style=\"color:").append(colour).append("\">")
-                .append(checkpoints == 0 ? "no checkpoint compared" : worst == 0 ? "0 (identical)" : number(worst))
-                .append(threshold > 0 ? " ≤ " + number(threshold) + (over ? " exceeded" : "")
-                        : " · exact" + (over ? ", differs" : "")).append("</div>");
+                .append(meterText(worst, threshold, checkpoints)).append("</div>");
         return s.toString();
+    }
+
+    /**
+     * The worst value in words: {@code "0.39, over the threshold 1e-09"}, {@code "2.1e-12, within 1e-09"},
+     * {@code "identical (exact)"}, {@code "differs (exact: must be identical)"}.
+     */
+    static String meterText(double worst, double threshold, long checkpoints) {
+        if (checkpoints == 0 && worst == 0) {
+            return "no checkpoint compared";
+        }
+        if (threshold > 0) {
+            return (worst == 0 ? "0 (identical)" : number(worst)) + (worst > threshold ? ", over the threshold "
+                    : ", within ") + number(threshold);
+        }
+        return worst > 0 ? number(worst) + ", differs (exact: must be identical)" : "identical (exact)";
+    }
+
+    /**
+     * "25 of 100 passed", with the rate; for an entry that did not run all the chains of its campaign (a stopped run,
+     * a partial merge) also how many of them ran.
+     */
+    private static String chains(ConformReport r, ConformReport.Entry e) {
+        boolean short_ = e.chainsRun() < r.chains() && e.status() != ConformReport.Status.UNAVAILABLE;
+        return String.format(Locale.ROOT, "<td class=\"chains\"><b>%d of %d passed</b>%s<br><span class=\"muted\">"
+                        + "%.1f chains/s</span></td>", e.passed(), e.chainsRun(), short_ ? "<br><span class=\"warn-text\">"
+                        + "only " + e.chainsRun() + " of " + r.chains() + " chains ran</span>" : "",
+                e.seconds() == 0 ? 0 : e.chainsRun() / e.seconds());
     }
 
     /** A 10-bin histogram of near-tie gaps over [0, allowance], and the failures past it in red at the right. */
@@ -166,8 +194,8 @@ public final class HtmlReport {
                 .append(pastAllowance > 0 ? "<br><span style=\"color:" + BAD + "\">" + pastAllowance
                         + " past it</span>" : "").append(bins.isEmpty() && s.nearTies() > 0
                         ? "<br><span class=\"muted\">(gaps not recorded)</span>" : "")
-                .append(s.router().compared() == 0 ? "" : String.format(Locale.ROOT, "<br>router: %d near-tie%s of %d "
-                        + "choices, largest %s (allowance %s)", s.router().nearTies(), s.router().nearTies() == 1
+                .append(s.router().compared() == 0 ? "" : String.format(Locale.ROOT, "<span class=\"router\">router: "
+                        + "%d near-tie%s of %d choices, largest %s (allowance %s)</span>", s.router().nearTies(), s.router().nearTies() == 1
                         ? "" : "s", s.router().compared(), number(s.router().maxGap()), number(routerAllowance)))
                 .append("</div>");
         return b.toString();
@@ -206,18 +234,26 @@ public final class HtmlReport {
     }
 
     private static void failures(StringBuilder h, ConformReport r, Path dir) {
-        List<TextReport.Failure> all = TextReport.failures(r);
-        if (all.isEmpty()) {
+        List<FailureGroups.Group> groups = FailureGroups.of(r);
+        if (groups.isEmpty()) {
             return;
         }
-        h.append("<h2>Failures (").append(all.size()).append(")</h2>");
-        for (TextReport.Failure x : all.subList(0, Math.min(TextReport.FULL_FAILURES, all.size()))) {
-            ConformReport.FailureRecord f = x.record();
-            h.append("<section class=\"fail\"><h3>").append(esc(x.entry().key())).append(": ")
-                    .append(esc(f.category())).append("</h3><p>").append(esc(f.message())).append("</p><p>Chain seed <code>")
-                    .append(f.chainSeed()).append("</code>, shrunk from ").append(f.originalLength())
-                    .append(" to ").append(f.shrunkActions().size()).append(" actions; diverged at action ")
-                    .append(f.actionIndex()).append(".</p><ol start=\"0\">");
+        int total = groups.stream().mapToInt(FailureGroups.Group::size).sum();
+        h.append("<h2 class=\"failures\">Failures: ").append(FailureGroups.headline(total, groups.size()))
+                .append("</h2>");
+        for (FailureGroups.Group g : groups.subList(0, Math.min(TextReport.FULL_FAILURES, groups.size()))) {
+            ConformReport.FailureRecord f = g.example().record();
+            h.append("<section class=\"fail\"><h3><span class=\"count\">").append(g.size()).append(" ×</span> ")
+                    .append(esc(g.entryKey())).append(": <span class=\"signature\">").append(esc(g.signature()))
+                    .append("</span></h3>");
+            if (!g.places().isEmpty()) {
+                h.append("<p class=\"places\">Where the tensor differs most: ")
+                        .append(esc(TextReport.placesText(g.places(), 6))).append(".</p>");
+            }
+            h.append("<p>").append(g.size() == 1 ? "" : "The shortest of them: ").append(esc(f.message()))
+                    .append("</p><p>Chain seed <code>").append(f.chainSeed()).append("</code>, shrunk from ")
+                    .append(f.originalLength()).append(" to ").append(f.shrunkActions().size())
+                    .append(" actions; diverged at action ").append(f.actionIndex()).append(".</p><ol start=\"0\">");
             for (int i = 0; i < f.shrunkActions().size(); i++) {
                 h.append(i == f.actionIndex() ? "<li><b>" : "<li>").append(esc(f.shrunkActions().get(i)))
                         .append(i == f.actionIndex() ? "</b></li>" : "</li>");
@@ -236,14 +272,26 @@ public final class HtmlReport {
                                 + "report folder, so not linked)" : "<a href=\"" + esc(href) + "\">" + esc(name) + "</a>")
                         .append(" · replay: <code>mtp replay ").append(esc(f.trace())).append("</code></p>");
             }
+            if (g.size() > 1) {
+                h.append("<p class=\"muted\">The other ").append(g.size() - 1).append(" (chain seeds ")
+                        .append(esc(seeds(g, 8))).append(") are in <code>report.json</code> with their traces.</p>");
+            }
             h.append("</section>");
         }
-        if (all.size() > TextReport.FULL_FAILURES) {
-            List<TextReport.Failure> rest = all.subList(TextReport.FULL_FAILURES, all.size());
-            h.append("<p class=\"more\">… and ").append(rest.size()).append(" more failures, by entry and category: ")
+        if (groups.size() > TextReport.FULL_FAILURES) {
+            List<TextReport.Failure> rest = new java.util.ArrayList<>();
+            groups.subList(TextReport.FULL_FAILURES, groups.size()).forEach(g -> rest.addAll(g.failures()));
+            h.append("<p class=\"more\">… and ").append(groups.size() - TextReport.FULL_FAILURES)
+                    .append(" more distinct failures (").append(rest.size()).append(" in all), by entry and category: ")
                     .append(esc(TextReport.summary(rest))).append(". Each is in <code>report.json</code> with its "
                             + "trace.</p>");
         }
+    }
+
+    private static String seeds(FailureGroups.Group g, int max) {
+        List<String> s = g.failures().stream().filter(x -> x != g.example()).limit(max)
+                .map(x -> Long.toString(x.record().chainSeed())).toList();
+        return String.join(", ", s) + (g.size() - 1 > max ? ", …" : "");
     }
 
     /**
@@ -327,7 +375,7 @@ public final class HtmlReport {
         return org.mtporacle.api.UntrustedText.html(s);
     }
 
-    private static final String CSS = "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:0 auto;"
+    static final String CSS = "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:0 auto;"
             + "max-width:1200px;padding:1.5em;color:#1c2529}h1{margin:0;font-size:1.5em}h2{margin-top:1.6em;"
             + "font-size:1.15em}code{background:#f1f3f4;padding:1px 4px;border-radius:3px;word-break:break-all}"
             + ".verdict{padding:.8em 1.2em;border-radius:6px;color:#fff}.verdict p{margin:.3em 0 0}"
@@ -342,6 +390,9 @@ public final class HtmlReport {
             + MUTED + "}.meter-text{font-size:.85em;white-space:nowrap}svg{display:block}"
             + ".unavailable li{margin:.3em 0}.unavailable.named li b{color:" + BAD + "}"
             + ".fail{border-left:4px solid " + BAD + ";padding:.2em 1em;margin:1.2em 0;background:#fffafa}"
-            + ".fail ol{padding-left:2em}.details th{width:12em}.more{font-style:italic}"
+            + ".fail ol{padding-left:2em}.details th{width:12em}.more{font-style:italic}.fail h3 .count{color:" + BAD
+            + "}.warn-text{color:#ef6c00}.neartie-data{font-size:.85em;max-width:22em;color:#37474f;margin-top:.3em}"
+            + "table.entries td:first-child{max-width:14em;overflow-wrap:break-word}td.chains,.badge{white-space:nowrap}"
+            + ".meter-text .router{white-space:normal;display:block;max-width:18em}"
             + "footer{margin-top:2em;color:#5f6b70;font-size:.85em}";
 }

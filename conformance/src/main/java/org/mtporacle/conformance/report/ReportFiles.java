@@ -46,6 +46,25 @@ public final class ReportFiles {
         }
     }
 
+    /**
+     * Checks, before any work, that a report can be written into {@code dir}: creates it, and writes and removes a
+     * probe file there, so a bad {@code --report} fails at once rather than after the first entry ran.
+     *
+     * @throws UncheckedIOException naming the folder and what is wrong (the CLI's exit 3)
+     */
+    public static void checkWritable(Path dir) {
+        try {
+            if (Files.exists(dir) && !Files.isDirectory(dir)) {
+                throw new java.nio.file.FileAlreadyExistsException(dir.toString(), null, "not a directory");
+            }
+            Files.createDirectories(dir);
+            Path probe = Files.createTempFile(dir, ".report-probe", ".tmp");
+            Files.delete(probe);
+        } catch (IOException e) {
+            throw new UncheckedIOException("report: cannot write into " + dir, e);
+        }
+    }
+
     private static void replace(Path file, byte[] bytes) throws IOException {
         Path tmp = file.resolveSibling(file.getFileName() + ".partial");
         Files.write(tmp, bytes);

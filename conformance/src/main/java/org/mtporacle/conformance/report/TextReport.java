@@ -25,44 +25,91 @@ public final class TextReport {
     }
 
     public static String render(ConformReport r) {
-        StringBuilder sb = new StringBuilder(header(r));
+        return render(r, Layout.of(r, false));
+    }
+
+    /** The summary laid out by {@code layout} (column widths, colour). */
+    public static String render(ConformReport r, Layout layout) {
+        StringBuilder sb = new StringBuilder(header(r, layout));
         r.entries().stream().filter(e -> e.status() != ConformReport.Status.UNAVAILABLE)
-                .forEach(e -> sb.append(entryLine(e)));
-        return sb.append(footer(r)).toString();
+                .forEach(e -> sb.append(entryLine(e, layout)));
+        return sb.append(footer(r, layout)).toString();
+    }
+
+    /**
+     * Column widths wide enough for every profile and fixture name to come (so long names such as
+     * {@code exec:…} or {@code tiny-moe-q4} keep the columns aligned), and whether {@code FAILED} is coloured (only
+     * for a terminal, and not under {@code NO_COLOR}: the caller decides).
+     */
+    public record Layout(int profileWidth, int fixtureWidth, boolean colour) {
+        public static final Layout DEFAULT = new Layout(12, 10, false);
+
+        public static Layout of(java.util.Collection<String> profiles, java.util.Collection<String> fixtures,
+                                boolean colour) {
+            int p = Math.max(DEFAULT.profileWidth, profiles.stream().mapToInt(s -> l(s).length()).max().orElse(0));
+            int f = Math.max(DEFAULT.fixtureWidth, fixtures.stream().mapToInt(s -> l(s).length()).max().orElse(0));
+            return new Layout(Math.min(p, 60), Math.min(f, 40), colour);
+        }
+
+        public static Layout of(ConformReport r, boolean colour) {
+            return of(r.entries().stream().map(ConformReport.Entry::profile).toList(),
+                    r.entries().stream().map(ConformReport.Entry::fixture).toList(), colour);
+        }
+
+        String failed(String word) {
+            return colour ? "\u001b[1;31m" + word + "\u001b[0m" : word;
+        }
     }
 
     /** The campaign line and the column heads. */
     public static String header(ConformReport r) {
-        return String.format(Locale.ROOT, "mtp conform: seed %d, %d chains per entry%s; contexts: %s%n",
-                r.seed(), r.chains(), l(shardsText(r)), l(r.contexts()))
-                + String.format(Locale.ROOT, "%-22s %-18s %-9s %-11s %9s %8s %10s %10s  %s%n", "backend", "fixture",
-                "tolerance", "status", "chains", "ch/s", "max kv", "near-ties", "numerics");
+        return header(r, Layout.DEFAULT);
+    }
+
+    public static String header(ConformReport r, Layout layout) {
+        return String.format(Locale.ROOT, "mtp conform: seed %d, %s per entry%s; contexts: %s%n",
+                r.seed(), count(r.chains(), "chain", "chains"), l(shardsText(r)), l(r.contexts()))
+                + String.format(Locale.ROOT, "%-" + layout.profileWidth() + "s %-" + layout.fixtureWidth()
+                        + "s %-9s %-6s %13s %6s %9s %9s  %s%n", "backend", "fixture", "tolerance", "status",
+                "chains passed", "ch/s", "worst kv", "near-ties", "numerics");
     }
 
     /** One entry's line (empty for an unavailable entry: those are listed once per reason by the footer). */
     public static String entryLine(ConformReport.Entry e) {
+        return entryLine(e, Layout.DEFAULT);
+    }
+
+    public static String entryLine(ConformReport.Entry e, Layout layout) {
         if (e.status() == ConformReport.Status.UNAVAILABLE) {
             return "";
         }
-        return String.format(Locale.ROOT, "%-22s %-18s %-9s %-11s %4d/%-4d %8.1f %10.2e %10d  %s%n",
-                l(e.profile()), l(e.fixture()), l(e.tolerance().name()), e.status().name().toLowerCase(Locale.ROOT), e.passed(),
-                e.chainsRun(), e.seconds() == 0 ? 0 : e.chainsRun() / e.seconds(), e.stats().maxKvNmse(),
-                e.stats().nearTies(), l(e.numerics()))
+        String status = e.status().name().toLowerCase(Locale.ROOT);
+        String statusCell = String.format(Locale.ROOT, "%-6s", status);
+        return String.format(Locale.ROOT, "%-" + layout.profileWidth() + "s %-" + layout.fixtureWidth()
+                        + "s %-9s %s %13s %6.1f %9.2e %9d  %s%n",
+                l(e.profile()), l(e.fixture()), l(e.tolerance().name()), e.status() == ConformReport.Status.FAILED
+                        ? layout.failed(statusCell) : statusCell, e.passed() + " of " + e.chainsRun(),
+                e.seconds() == 0 ? 0 : e.chainsRun() / e.seconds(), e.worstKvNmse(), e.stats().nearTies(),
+                l(e.numerics()))
                 + (e.stats().router().compared() == 0 ? "" : String.format(Locale.ROOT,
-                "%-22s router: %d choices compared, %d near-ties (max gap %.3g, allowance %.3g)%n", "",
-                e.stats().router().compared(), e.stats().router().nearTies(), e.stats().router().maxGap(),
-                e.tolerance().routerGap()));
+                "%" + layout.profileWidth() + "s router: %d choices compared, %d near-ties (largest gap %.3g, "
+                        + "allowance %.3g)%n", "", e.stats().router().compared(), e.stats().router().nearTies(),
+                e.stats().router().maxGap(), e.tolerance().routerGap()));
     }
 
     /** Unavailable backends, the failures (first few in full), and the verdict. */
     public static String footer(ConformReport r) {
+        return footer(r, Layout.DEFAULT);
+    }
+
+    public static String footer(ConformReport r, Layout layout) {
         StringBuilder sb = new StringBuilder();
-        r.entries().stream().map(ConformReport.Entry::tolerance).distinct().forEach(t -> sb.append(String.format(Locale.ROOT,
-                        "tolerance %s: %s%n", l(t.name()), l(String.valueOf(t.thresholds())))));
+        r.entries().stream().map(ConformReport.Entry::tolerance).distinct().forEach(t -> sb.append(String.format(
+                Locale.ROOT, "tolerance %s: %s%n", l(t.name()), l(String.valueOf(t.thresholds())))));
         for (ConformReport.Entry e : r.entries()) {
             String line = nearTieData(e);
             if (line != null) {
-                sb.append("near-tie data ").append(l(e.key())).append(": ").append(l(line)).append('\n');
+                sb.append("near-ties ").append(l(e.key())).append(": ").append(l(line)).append('\n');
             }
         }
         Map<String, LinkedHashSet<String>> unavailableBy = new LinkedHashMap<>();
@@ -77,26 +124,33 @@ public final class TextReport {
                 "%s: %s: %s%n", l(String.join(", ", profiles)), note, l(reason))));
         for (ConformReport.Entry e : r.entries()) { // an entry that failed before any chain (load), with why
             if (e.status() == ConformReport.Status.FAILED && e.reason() != null && !e.reason().isEmpty()) {
-                sb.append(String.format(Locale.ROOT, "%nFAILED %s: %s%n", l(e.key()), l(e.reason())));
+                sb.append(String.format(Locale.ROOT, "%n%s %s: %s%n", layout.failed("FAILED"), l(e.key()),
+                        l(e.reason())));
             }
         }
-        List<Failure> all = failures(r);
-        for (Failure f : all.subList(0, Math.min(FULL_FAILURES, all.size()))) {
-            ConformReport.FailureRecord x = f.record();
-            sb.append(String.format(Locale.ROOT, "%nFAILED %s: %s: %s%n  at action %d of %d (%s), shrunk from %d "
-                            + "actions%n", l(f.entry().key()), l(x.category()), l(x.message()), x.actionIndex(),
-                    x.shrunkActions().size(), x.shrunkActions().isEmpty() ? "?"
-                            : l(x.shrunkActions().get(Math.max(0, Math.min(x.actionIndex(),
-                            x.shrunkActions().size() - 1)))),
-                    x.originalLength()));
+        List<FailureGroups.Group> groups = FailureGroups.of(r);
+        if (!groups.isEmpty()) {
+            int total = groups.stream().mapToInt(FailureGroups.Group::size).sum();
+            sb.append(String.format(Locale.ROOT, "%nfailures: %s%n", FailureGroups.headline(total, groups.size())));
+        }
+        for (FailureGroups.Group g : groups.subList(0, Math.min(FULL_FAILURES, groups.size()))) {
+            ConformReport.FailureRecord x = g.example().record();
+            sb.append(String.format(Locale.ROOT, "%n%s %s: %s: %s%n  %s; shortest: %s%n", layout.failed("FAILED"),
+                    l(g.entryKey()), l(g.signature()), count(g.size(), "failure", "failures"), l(x.message()),
+                    l(shrunkText(x))));
             sb.append("  chain: ").append(l(String.join("; ", x.shrunkActions()))).append('\n');
+            if (!g.places().isEmpty()) {
+                sb.append("  differs most at: ").append(l(placesText(g.places(), 4))).append('\n');
+            }
             if (x.trace() != null) {
                 sb.append("  replay: mtp replay ").append(l(x.trace())).append('\n');
             }
         }
-        if (all.size() > FULL_FAILURES) {
-            sb.append(String.format(Locale.ROOT, "%n... and %d more failures (all in report.json): %s%n",
-                    all.size() - FULL_FAILURES, l(summary(all.subList(FULL_FAILURES, all.size())))));
+        if (groups.size() > FULL_FAILURES) {
+            List<Failure> rest = new ArrayList<>();
+            groups.subList(FULL_FAILURES, groups.size()).forEach(g -> rest.addAll(g.failures()));
+            sb.append(String.format(Locale.ROOT, "%n... and %d more distinct failures (%s; all in report.json): %s%n",
+                    groups.size() - FULL_FAILURES, count(rest.size(), "failure", "failures"), l(summary(rest))));
         }
         if (!r.missingShards().isEmpty()) {
             sb.append(String.format(Locale.ROOT, "%nPARTIAL: shard%s %s of %d missing (merged with --allow-partial)%n",
@@ -104,20 +158,74 @@ public final class TextReport {
                     r.plan().shardCount()));
         }
         if (!r.unfinished().isEmpty()) {
-            sb.append(String.format(Locale.ROOT, "%nINCOMPLETE: %d entr%s had not finished when the run stopped: %s%n",
-                    r.unfinished().size(), r.unfinished().size() == 1 ? "y" : "ies",
-                    l(String.join(", ", r.unfinished()))));
+            sb.append(String.format(Locale.ROOT, "%nINCOMPLETE: %s had not finished when the run stopped: %s%n",
+                    count(r.unfinished().size(), "entry", "entries"), l(String.join(", ", r.unfinished()))));
         }
         long failed = r.entries().stream().filter(e -> e.status() == ConformReport.Status.FAILED).count();
         long unavailable = r.entries().stream().filter(e -> e.status() == ConformReport.Status.UNAVAILABLE).count();
         String verdict = switch (r.verdict()) {
             case PASSED -> "OK";
-            case FAILED -> "FAILED";
-            case UNAVAILABLE -> "FAILED (a backend asked for is unavailable)";
+            case FAILED -> layout.failed("FAILED");
+            case UNAVAILABLE -> layout.failed("FAILED") + " (a backend asked for is unavailable)";
         };
-        sb.append(String.format(Locale.ROOT, "%n%s: %d entries passed, %d failed, %d unavailable%n", verdict,
-                r.entries().size() - failed - unavailable, failed, unavailable));
+        sb.append(String.format(Locale.ROOT, "%n%s: %d of %s passed, %d failed, %d unavailable%n", verdict,
+                r.entries().size() - failed - unavailable, count(r.entries().size(), "entry", "entries"), failed,
+                unavailable));
+        sb.append("reproduce: ").append(l(reproduce(r))).append('\n');
         return sb.toString();
+    }
+
+    /** "1 chain", "2 chains". */
+    static String count(long n, String one, String many) {
+        return n + " " + (n == 1 ? one : many);
+    }
+
+    /** "at action 3 of 4 (commit full seed=7), shrunk from 12 actions" */
+    static String shrunkText(ConformReport.FailureRecord x) {
+        return String.format(Locale.ROOT, "at action %d of %d (%s), shrunk from %s", x.actionIndex(),
+                x.shrunkActions().size(), x.shrunkActions().isEmpty() ? "?" : x.shrunkActions().get(Math.max(0,
+                        Math.min(x.actionIndex(), x.shrunkActions().size() - 1))),
+                count(x.originalLength(), "action", "actions"));
+    }
+
+    /** "kv head 1, position 3, dim 0 (40×); …" — at most {@code max} places, then how many more. */
+    static String placesText(Map<String, Integer> places, int max) {
+        List<String> parts = new ArrayList<>();
+        places.entrySet().stream().limit(max).forEach(e -> parts.add(e.getKey() + " (" + e.getValue() + "×)"));
+        return String.join("; ", parts) + (places.size() > max ? "; " + (places.size() - max) + " more places" : "");
+    }
+
+    /**
+     * The command that runs the whole campaign again (every shard in one run): seed, chains, chain length, the
+     * backends asked for (none: every backend found) and the fixtures, with the contexts when they are a target's.
+     */
+    public static String reproduce(ConformReport r) {
+        StringBuilder c = new StringBuilder("mtp conform --seed ").append(r.seed()).append(" --chains ")
+                .append(r.chains());
+        if (r.plan().maxActions() > 0) {
+            c.append(" --max-actions ").append(r.plan().maxActions());
+        }
+        r.plan().backends().forEach(b -> c.append(" --backend ").append(shellWord(b)));
+        List<String> fixtures = r.plan().fixtures().isEmpty()
+                ? r.entries().stream().map(ConformReport.Entry::fixture).distinct().toList() : r.plan().fixtures();
+        fixtures.forEach(f -> c.append(" --fixture ").append(shellWord(f)));
+        String contexts = r.contexts() == null ? "" : r.contexts();
+        if (contexts.startsWith("target")) {
+            int tap = contexts.indexOf("(tap ");
+            c.append(" --contexts target");
+            if (tap >= 0 && contexts.indexOf(')', tap) > tap) {
+                c.append(" --tap ").append(shellWord(contexts.substring(tap + 5, contexts.indexOf(')', tap))));
+            }
+        }
+        return c.toString();
+    }
+
+    /** A word as a POSIX shell reads it back: bare when plain, else in single quotes. */
+    static String shellWord(String s) {
+        if (!s.isEmpty() && s.matches("[A-Za-z0-9_@%+=:,./-]+")) {
+            return s;
+        }
+        return "'" + s.replace("'", "'\\''") + "'";
     }
 
     /** A failure with its entry, in report order. */
@@ -157,9 +265,11 @@ public final class TextReport {
     }
 
     /**
-     * What an entry's greedy gaps imply ({@link GapCalibration}) for a campaign of
-     * {@link GapCalibration#CAMPAIGN_CHAINS} chains like it; null when the backend never differed or the entry has no
-     * gap data.
+     * What an entry's greedy drafts say about its token allowance, in plain words: at how many greedy positions the
+     * backend chose another token, the largest reference log-prob gap at which it did, against the allowance, and
+     * whether the allowance still suffices for a campaign of {@link GapCalibration#CAMPAIGN_CHAINS} chains like this
+     * one ({@link GapCalibration#allowance}: at most {@link GapCalibration#EXPECTED_FALSE_FAILURES} expected false
+     * failures); null when the backend never chose another token or the entry has no gap data.
      */
     static String nearTieData(ConformReport.Entry e) {
         GapHistogram h = e.stats() == null || e.stats().gaps() == null ? null : e.stats().gaps().histogram();
@@ -167,8 +277,14 @@ public final class TextReport {
             return null;
         }
         double positions = (double) h.positions() / e.chainsRun() * GapCalibration.CAMPAIGN_CHAINS;
-        return GapCalibration.of(h).describe(positions, GapCalibration.EXPECTED_FALSE_FAILURES)
-                + String.format(Locale.ROOT, " (%d chains; profile allows %s)", GapCalibration.CAMPAIGN_CHAINS,
-                e.tolerance().tokenGap());
+        double needed = GapCalibration.of(h).allowance(positions, GapCalibration.EXPECTED_FALSE_FAILURES);
+        double allowed = e.tolerance().tokenGap();
+        return String.format(Locale.ROOT, "another token at %d of %d greedy draft positions, largest gap %.4f %s the "
+                        + "allowance %s; %s (a %,d-chain campaign like this one needs %.4f)", h.differing(),
+                h.positions(), h.maxDifferGap(), h.maxDifferGap() <= allowed ? "within" : "past", allowed,
+                needed <= allowed ? "the data support the allowance" : "the data do not support the allowance",
+                GapCalibration.CAMPAIGN_CHAINS, needed) + (e.stats().nearTies() == h.differing() ? ""
+                : String.format(Locale.ROOT, "; the near-ties column (%d) counts every draft within the allowance, "
+                        + "seeded-sampling ones too", e.stats().nearTies()));
     }
 }
