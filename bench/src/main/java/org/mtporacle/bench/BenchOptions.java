@@ -26,8 +26,11 @@ import org.mtporacle.reference.fixture.FixtureModels;
  */
 public record BenchOptions(String preset, List<Integer> threads, int repetitions, boolean shortWarmup, long baselineBytes,
         int prefillRows, List<Integer> draftBatches, int kvHistory, boolean openBlas, Set<String> parts) {
-    /** The groups of figures: mat-vec, draft step and round, prefill. */
-    public static final List<String> PARTS = List.of("matvec", "draft", "prefill");
+    /**
+     * The groups of figures: mat-vec, draft step and round, prefill, the hybrid target's verify step and prefill
+     * forms at the preset's target twin, and the large targets' verify step estimated.
+     */
+    public static final List<String> PARTS = List.of("matvec", "draft", "prefill", "target", "target-large");
 
     public BenchOptions {
         FixtureModels.preset(preset);
@@ -97,7 +100,7 @@ public record BenchOptions(String preset, List<Integer> threads, int repetitions
 
     /**
      * Options from command-line words: {@code --quick}, {@code --preset NAME}, {@code --threads 1,2},
-     * {@code --repetitions N}, {@code --only matvec,draft,prefill}, {@code --no-openblas}.
+     * {@code --repetitions N}, {@code --only matvec,draft,prefill,target,target-large}, {@code --no-openblas}.
      *
      * @throws IllegalArgumentException for an unknown word or a missing value
      */

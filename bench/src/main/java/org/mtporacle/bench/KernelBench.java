@@ -65,13 +65,19 @@ public final class KernelBench {
             if (o.measures("draft")) {
                 draftStep(o, p, arena, peak, rows, notes, progress);
             }
-            if (o.measures("matvec") || o.measures("draft")) {
+            if (o.measures("matvec") || o.measures("draft") || o.measures("target")) {
                 notes.add("ratios to the read bandwidth and the bandwidth floor: medians of per-round ratios, each "
                         + "kernel run timed right after a plain read of its own weight bytes (the read bandwidth rows "
                         + "above read a separate buffer, alone)");
             }
             if (o.measures("prefill")) {
                 prefill(o, p, arena, rows, notes, progress);
+            }
+            if (o.measures("target")) {
+                TargetStepBench.run(o, peak, rows, notes, progress);
+            }
+            if (o.measures("target-large")) {
+                TargetEstimate.run(o, rows, notes, progress);
             }
         }
         if (!o.preset().equals("qwen3.5-0.8b")) {

@@ -41,6 +41,30 @@ final class Timing {
         return s;
     }
 
+    /**
+     * Times {@code bodies} in {@code rounds} rounds after {@code warm} untimed ones, for figures whose body takes
+     * seconds (a prefill of 2048 tokens): {@code [body][round]} seconds, as {@link #interleaved}.
+     */
+    static double[][] rounds(int warm, int rounds, Runnable... bodies) {
+        if (warm < 0 || rounds < 1) {
+            throw new IllegalArgumentException("bench: " + warm + " warm-up and " + rounds + " timed rounds");
+        }
+        for (int i = 0; i < warm; i++) {
+            for (Runnable b : bodies) {
+                b.run();
+            }
+        }
+        double[][] s = new double[bodies.length][rounds];
+        for (int i = 0; i < rounds; i++) {
+            for (int j = 0; j < bodies.length; j++) {
+                long t0 = System.nanoTime();
+                bodies[j].run();
+                s[j][i] = (System.nanoTime() - t0) / 1e9;
+            }
+        }
+        return s;
+    }
+
     /** The median of {@code v} (the upper one of the middle two for an even count); {@code v} is not modified. */
     static double median(double[] v) {
         if (v.length == 0) {

@@ -2,12 +2,17 @@ package org.mtporacle.bench;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.within;
 
 import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.util.List;
+import java.util.Set;
 import jdk.incubator.vector.FloatVector;
 import org.junit.jupiter.api.Test;
+import org.mtporacle.api.TargetModel;
 import org.mtporacle.reference.fixture.FixtureModels;
+import org.mtporacle.reference.fixture.TargetFixtures;
 
 /** The arithmetic behind the benchmark's floors and verdicts, checked against hand-derived values. */
 class BenchPiecesTest {
@@ -94,5 +99,48 @@ class BenchPiecesTest {
         assertThat(r.rows().get(0).target()).isNull();
         assertThat(r.rows().get(1).status()).isEqualTo("MISS");
         assertThat(r.toTable()).contains("targets: 0 PASS, 1 MISS").containsPattern("floor\\s+1\\s+40\\.000.*1\\.600");
+    }
+
+    @Test
+    void theVerifyFloorCountsEveryLayerTheHeadTheEmbeddingRowsTheStatesAndTheCachesByHand() {
+        // tiny-target: H 64, 4 layers (GDN ×3, attention), V 512 tied, attention 4/2 heads × 16, GDN 2/4 heads × 16,
+        // conv K 4, MLP 128; BF16 linears (2 bytes), f32 states and caches (4 bytes).
+        TargetModel m = BenchTargets.distinct(TargetFixtures.preset("tiny-target"), 1);
+        long convDim = 2 * 2 * 16 + 4 * 16; // q | k | v = 128
+        long gdn = convDim * 64 + 64 * 64 + 4 * 64 + 4 * 64 + 64 * 64; // in_proj_qkv, z, b, a, out_proj
+        long attention = 2 * 4 * 16 * 64 + 2 * 16 * 64 + 2 * 16 * 64 + 64 * 4 * 16; // q (query | gate), k, v, o
+        long mlp = 3 * 128 * 64;
+        long head = 512 * 64;
+        int b = 2;
+        int w = 4;
+        int history = 16;
+        BenchTargets.VerifyBytes v = BenchTargets.verifyBytes(m, b, w, history, null);
+        assertThat(v.weights()).isEqualTo(2 * (3 * (gdn + mlp) + attention + mlp + head + (long) b * w * 64));
+        long state = 4 * 16 * 16 + convDim * 3; // recurrent state [Hv, Dk, Dv] and conv window [C, K−1] per row
+        assertThat(v.states()).isEqualTo(2 * 4 * b * 3 * state); // read once and written once, 3 GDN layers
+        assertThat(v.caches()).isEqualTo(4L * b * 2 * (2 * 16) * (history + 2 * w)); // K and V: read P + w, write w
+        assertThat(v.total()).isEqualTo(v.weights() + v.states() + v.caches());
+        assertThat(BenchTargets.linearFlops(m, 4)).isEqualTo(2.0 * 4 * (3 * (gdn + mlp) + attention + mlp + head));
+    }
+
+    @Test
+    void aMoeTargetsFloorCountsOnlyTheExpertsTheVerifyChose() {
+        // tiny-moe-target: 8 experts of width 32, top 2, shared expert 32; layer l chose experts {l, 7}
+        TargetModel m = BenchTargets.distinct(TargetFixtures.preset("tiny-moe-target"), 1);
+        List<Set<Integer>> chosen = List.of(Set.of(0, 7), Set.of(1, 7), Set.of(2, 7), Set.of(3, 7));
+        long expert = 3 * 32 * 64;
+        long all = BenchTargets.verifyBytes(m, 1, 4, 0, null).weights();
+        long two = BenchTargets.verifyBytes(m, 1, 4, 0, chosen).weights();
+        assertThat(all - two).isEqualTo(2L * 4 * (8 - 2) * expert); // 6 experts fewer in each of 4 layers
+        assertThat(BenchTargets.weightSegments(m, chosen).stream().mapToLong(MemorySegment::byteSize).sum())
+                .isEqualTo(two - 2L * 4 * 64); // the read covers the weights but not the embedding rows
+    }
+
+    @Test
+    void theLargeTargetEstimateScalesTheIntervalWithoutTheHeadByTheLayerCount() {
+        // 64 layers: the head once, 16 intervals of 4 layers (each interval's time less the head in it)
+        assertThat(TargetEstimate.wholeModel(0.1, 0.4, 64)).isCloseTo(0.1 + 16 * 0.3, within(1e-12));
+        assertThat(TargetEstimate.wholeModel(100, 100, 40)).isEqualTo(100);
+        assertThat(TargetEstimate.wholeModel(1, 3, 4)).isEqualTo(3);
     }
 }

@@ -38,7 +38,10 @@ import java.util.concurrent.Callable;
                 "Figures: STREAM-style read bandwidth and vector FMA peak; BF16 and 4-bit mat-vec as a fraction of "
                         + "the bandwidth; a draft step against the bandwidth floor, with its compute floor beside it; "
                         + "the lifecycle's overhead; prefill against OpenBLAS sgemm "
-                        + "(set OPENBLAS_CORETYPE=SkylakeX on AVX-512 CPUs; skipped with a note when absent)."})
+                        + "(set OPENBLAS_CORETYPE=SkylakeX on AVX-512 CPUs; skipped with a note when absent); "
+                        + "the hybrid target's verify step (d+1 = 4 tokens + commit) against its bandwidth floor, "
+                        + "the GDN recurrence's share of it, recurrent against chunked prefill; the 27B and "
+                        + "35B-A3B targets' verify step estimated from one interval of layers."})
 final class BenchCommand implements Callable<Integer> {
     @picocli.CommandLine.Mixin
     Mixins.Engine engine;
@@ -59,7 +62,8 @@ final class BenchCommand implements Callable<Integer> {
     boolean quick;
 
     @Option(names = "--only", paramLabel = "PART[,PART...]", split = ",", hideParamSyntax = true,
-            description = "Measure only these groups: matvec, draft, prefill (the baselines always run); "
+            description = "Measure only these groups: matvec, draft, prefill, target, target-large (the baselines "
+                    + "always run); "
                     + "backend alone skips the reference's kernels and times only --backend.")
     List<String> only;
 

@@ -40,7 +40,7 @@ final class GdnLayer {
      * runs the chunked recurrence (only without {@code everyToken}).
      */
     float[] forward(float[] x, int s, float[][] conv, float[][] rec, boolean everyToken, boolean chunked,
-                    States out, TargetTrace trace, int layer) {
+                    States out, StateArrays arrays, TargetTrace trace, int layer) {
         int b = conv.length;
         int n = b * s;
         int c = g.convDim();
@@ -91,7 +91,7 @@ final class GdnLayer {
         // 5. the recurrence per row from its published state (copied: the published one is never written)
         float[] core = new float[n * vd];
         for (int r = 0; r < b; r++) {
-            recur(core, r, s, rec[r], q, kk, v, gate, beta, everyToken, chunked, out);
+            recur(core, r, s, rec[r], q, kk, v, gate, beta, everyToken, chunked, out, arrays);
         }
 
         // 6. gated RMSNorm per value head (plain gain), 7. out_proj, residual, MLP
@@ -123,11 +123,12 @@ final class GdnLayer {
 
     /**
      * Row {@code r}'s recurrence over its {@code s} tokens, writing {@code core} and its states into {@code out}. The
-     * published state is only read: the first token steps out of it into a new array (no copy first), and a verify
-     * steps every token into a new array, so the state after each token is kept without copying it.
+     * published state is only read: the first token steps out of it into another array (no copy first), and a verify
+     * steps every token into another array, so the state after each token is kept without copying it. The arrays come
+     * from {@code arrays} (stale contents: a step writes every element).
      */
     private void recur(float[] core, int r, int s, float[] published, float[] q, float[] kk, float[] v, float[] gate,
-                       float[] beta, boolean everyToken, boolean chunked, States out) {
+                       float[] beta, boolean everyToken, boolean chunked, States out, StateArrays arrays) {
         int kd = g.keyDim();
         int vd = g.valueDim();
         int hk = g.numKeyHeads();
@@ -136,7 +137,8 @@ final class GdnLayer {
         int dv = g.valueHeadDim();
         int t0 = r * s;
         if (chunked && !everyToken) {
-            float[] state = published.clone();
+            float[] state = arrays.take();
+            System.arraycopy(published, 0, state, 0, state.length);
             k.deltaRuleChunked(core, t0 * vd, state, 0, q, t0 * kd, kk, t0 * kd, v, t0 * vd, gate, t0 * hv, beta,
                     t0 * hv, s, hk, hv, dk, dv);
             out.rec()[r] = new float[][] {state};
@@ -146,7 +148,7 @@ final class GdnLayer {
         float[] state = published;
         for (int t = 0; t < s; t++) {
             int i = t0 + t;
-            float[] next = everyToken || t == 0 ? new float[published.length] : state;
+            float[] next = everyToken || t == 0 ? arrays.take() : state;
             k.deltaRuleStep(core, i * vd, next, 0, state, 0, q, i * kd, kk, i * kd, v, i * vd, gate, i * hv, beta,
                     i * hv, hk, hv, dk, dv);
             state = next;

@@ -64,7 +64,7 @@ public final class HybridTarget {
      * every position when {@code allLogits}, else at each row's last.
      */
     Result forward(TargetRowState[] rows, int[] at, int[] ids, int s, boolean everyToken, boolean chunked,
-                   boolean allLogits, TargetTrace trace) {
+                   boolean allLogits, StateArrays arrays, TargetTrace trace) {
         int b = rows.length;
         int n = b * s;
         int h = c.shape().hiddenSize();
@@ -83,7 +83,7 @@ public final class HybridTarget {
                     rec[r] = rows[r].rec()[slot];
                 }
                 states[slot] = new GdnLayer.States(new float[b][][], new float[b][][]);
-                x = gdn.forward(x, s, conv, rec, everyToken, chunked, states[slot], trace, l);
+                x = gdn.forward(x, s, conv, rec, everyToken, chunked, states[slot], arrays, trace, l);
             } else {
                 x = attention((DecoderLayer) layers[l], x, rows, at, slot, s, trace, l);
             }

@@ -20,6 +20,7 @@ public final class ReferenceTargetRows extends AbstractTargetRows<ReferenceTarge
     private final ReferenceTarget target;
     private final HybridTarget forward;
     private final TargetConfig c;
+    private final StateArrays arrays;
     private TargetTrace nextTrace;
 
     /**
@@ -48,6 +49,7 @@ public final class ReferenceTargetRows extends AbstractTargetRows<ReferenceTarge
         this.target = target;
         this.forward = target.forward();
         this.c = target.model().config();
+        this.arrays = new StateArrays(c.gdn().stateSize());
     }
 
     /** Records the intermediates of the next computing call's (last) forward into {@code trace}. */
@@ -106,8 +108,9 @@ public final class ReferenceTargetRows extends AbstractTargetRows<ReferenceTarge
         boolean verify = pass == Pass.VERIFY;
         fault(verify ? "verify" : "prefill", "target forward");
         TargetTrace trace = nextTrace;
+        arrays.begin();
         HybridTarget.Result r = forward.forward(s.rows(), at, ids, n, verify,
-                !verify && n > 1 && target.prefillForm() == ReferenceTarget.PrefillForm.CHUNKED, verify, trace);
+                !verify && n > 1 && target.prefillForm() == ReferenceTarget.PrefillForm.CHUNKED, verify, arrays, trace);
         int b = s.rows().length;
         TargetRowState[] rows = new TargetRowState[b];
         for (int i = 0; i < b; i++) {
@@ -171,6 +174,11 @@ public final class ReferenceTargetRows extends AbstractTargetRows<ReferenceTarge
         } finally {
             nextTrace = null;
         }
+    }
+
+    @Override
+    protected void discard(Rows superseded, Rows current) {
+        arrays.reclaim(superseded, current);
     }
 
     @Override

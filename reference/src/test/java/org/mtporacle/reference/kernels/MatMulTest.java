@@ -48,6 +48,7 @@ class MatMulTest {
             for (int[] oi : new int[][] {{37, 48}, {7, 64}, {67, 256}, {7, 1024}, {130, 2048}, {9, 4096}, {5, 8192}}) {
                 c.add(new Case(f, oi[0], oi[1], 1));
                 c.add(new Case(f, oi[0], oi[1], 6));
+                c.add(new Case(f, oi[0], oi[1], 4)); // a verify's 4 tokens: one group of 4 × 4 tiles
             }
         }
         for (int bits : new int[] {2, 3, 4, 5, 6, 8}) {
