@@ -3,6 +3,7 @@ package org.mtporacle.tools;
 import org.mtporacle.api.Availability;
 import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.MtpBackends;
+import org.mtporacle.api.UntrustedText;
 import picocli.CommandLine.Command;
 
 import java.util.concurrent.Callable;
@@ -15,8 +16,9 @@ final class BackendsCommand implements Callable<Integer> {
     public Integer call() {
         for (MtpBackend b : MtpBackends.all()) {
             Availability a = b.availability();
-            System.out.printf("%-10s %-12s %s%n", b.name(), a.available() ? "available" : "unavailable",
-                    a.reason());
+            // a plug-in's text is checked for its name only; its reason is printed escaped, on its line
+            System.out.printf("%-10s %-12s %s%n", UntrustedText.line(b.name()), a.available() ? "available"
+                    : "unavailable", UntrustedText.line(a.reason()));
         }
         return MtpCommand.EXIT_OK;
     }
