@@ -41,9 +41,10 @@ class MutantsAreCaughtTest {
     }
 
     @ParameterizedTest(name = "{0}")
-    @org.junit.jupiter.params.provider.ValueSource(booleans = {false, true})
-    void theCorrectSecondImplementationPassesLockstep(boolean onMoe) {
-        MtpModel model = onMoe ? moe : dense;
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"tiny", "tiny-moe", "tiny-moe-ties"})
+    void theCorrectSecondImplementationPassesLockstep(String fixture) {
+        MtpModel model = fixture.equals("tiny") ? dense : fixture.equals("tiny-moe") ? moe
+                : FixtureRecipe.named(fixture).load(Path.of("target", "fixture-cache"));
         try (ReferenceDraftModel oracle = ReferenceBackend.load(model, KernelMode.VECTOR, 1);
              SimpleBackend simple = new SimpleBackend(model, Mutation.NONE)) {
             Campaign.Result r = Campaign.run(settings(100, null), oracle, simple, (d, t, p) -> { });
@@ -70,7 +71,11 @@ class MutantsAreCaughtTest {
 
     private static void caught(Mutation mutation, Tolerance tolerance) throws Exception {
         Path traces = Files.createTempDirectory("mutant-traces");
-        MtpModel model = mutation.isMoe() ? moe : dense;
+        MtpModel model = switch (mutation.fixture()) {
+            case "tiny" -> dense;
+            case "tiny-moe" -> moe;
+            default -> FixtureRecipe.named(mutation.fixture()).load(Path.of("target", "fixture-cache"));
+        };
         long start = System.nanoTime();
         try (ReferenceDraftModel oracle = ReferenceBackend.load(model, KernelMode.VECTOR, 1);
              SimpleBackend mutant = new SimpleBackend(model, mutation)) {
