@@ -107,9 +107,12 @@ public abstract class BackendVerification implements BackendRules {
         return contexts().tap() == null ? List.of("tiny-moe", "tiny-moe-ties") : List.of("tiny-moe-target");
     }
 
-    /** How many random chains the §12 rule runs per MoE fixture: a MoE bug shows on the first MoE forward. */
+    /**
+     * How many random chains the §12 rule runs per MoE fixture: a quarter of {@link #lockstepChains()}, at least 10
+     * (at most {@link #lockstepChains()}); a MoE bug shows on the first MoE forward.
+     */
     protected int moeChains() {
-        return Math.max(10, lockstepChains() / 4);
+        return Math.min(lockstepChains(), Math.max(10, lockstepChains() / 4));
     }
 
     /** Override to return false when the backend cannot load MLX affine-quantized weights. */
