@@ -50,6 +50,7 @@ public record FixtureRecipe(String name, String preset, long seed, FixtureModels
             new FixtureRecipe("qwen3.5-0.8b", "qwen3.5-0.8b", 7, FixtureModels.Layout.HF, DType.BF16, 0, 0),
             new FixtureRecipe("qwen3.5-0.8b-q4", "qwen3.5-0.8b", 8, FixtureModels.Layout.COMPANION, DType.BF16, 4, 64),
             new FixtureRecipe("tiny-moe-q4-per-expert", "tiny-moe", 13, FixtureModels.Layout.HF, DType.BF16, 4, 32),
+            new FixtureRecipe("tiny-moe-ties", "tiny-moe-ties", 20, FixtureModels.Layout.HF, DType.BF16, 0, 0),
             new FixtureRecipe("tiny-target", "tiny-target", 14, FixtureModels.Layout.HF, DType.BF16, 0, 0),
             new FixtureRecipe("tiny-target-q4", "tiny-target", 15, FixtureModels.Layout.COMPANION, DType.BF16, 4, 32),
             new FixtureRecipe("small-target", "small-target", 16, FixtureModels.Layout.HF, DType.BF16, 0, 0),

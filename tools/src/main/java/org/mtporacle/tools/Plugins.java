@@ -56,9 +56,10 @@ final class Plugins {
             return command.getAsInt();
         }
         URL[] urls = new URL[paths.size()];
+        java.util.Set<String> known = ownNames();
         for (int i = 0; i < urls.length; i++) {
             urls[i] = check(paths.get(i));
-            checkProviders(paths.get(i), urls[i]);
+            checkProviders(paths.get(i), urls[i], known);
         }
         Thread t = Thread.currentThread();
         ClassLoader saved = t.getContextClassLoader();
@@ -73,13 +74,16 @@ final class Plugins {
     }
 
     /**
-     * Instantiates every backend {@code p} lists and asks its name, on a loader of its own, so a broken plug-in is
+     * Instantiates every backend {@code p} lists and asks what the tool asks of every backend before a command — its
+     * name, description, availability, profiles and capabilities — on a loader of its own, so a broken plug-in is
      * refused here, naming the jar and the class, instead of failing later inside a command.
      *
-     * @throws MtpException INVALID_ARGUMENT when a listed class is missing, cannot be instantiated, or its
-     *                      {@code name()} fails
+     * @param known the names of the backends already found (the tool's, earlier plug-ins'); this plug-in's are added
+     * @throws MtpException INVALID_ARGUMENT when a listed class is missing or cannot be instantiated, one of those
+     *                      methods throws (an exception or an error such as {@code NoClassDefFoundError}) or returns
+     *                      null, or the name is blank, is not one printable word, or is taken
      */
-    private static void checkProviders(Path p, URL url) {
+    private static void checkProviders(Path p, URL url, java.util.Set<String> known) {
         String where = "plugin: " + UntrustedText.path(p) + " (--plugin / " + ENV + ")";
         try (URLClassLoader own = new URLClassLoader("mtp-plugin-check", new URL[] {url},
                 MtpBackend.class.getClassLoader())) {
@@ -101,21 +105,52 @@ final class Plugins {
                     throw MtpException.invalidArgument(where + ": a listed backend cannot be instantiated: "
                             + e.getMessage() + (e.getCause() == null ? "" : " (" + e.getCause() + ")"));
                 }
-                String name;
-                try {
-                    name = b.name();
-                } catch (RuntimeException e) {
-                    throw MtpException.invalidArgument(where + ": " + provider.type().getName() + ".name() threw "
-                            + e);
+                String cls = provider.type().getName();
+                String name = (String) ask(where, cls, "name()", b::name);
+                if (name.isBlank() || !UntrustedText.line(name).equals(name) || name.chars().anyMatch(
+                        Character::isWhitespace)) {
+                    throw MtpException.invalidArgument(where + ": " + cls + ".name() is " + UntrustedText.quote(name)
+                            + ", not one printable word (a backend is named on the command line by it)");
                 }
-                if (name == null || name.isBlank()) {
-                    throw MtpException.invalidArgument(where + ": " + provider.type().getName()
-                            + ".name() is empty");
+                if (!known.add(name)) {
+                    throw MtpException.invalidArgument(where + ": " + cls + ".name() is " + UntrustedText.quote(name)
+                            + ", the name of another backend found (see mtp backends without this plug-in)");
                 }
+                ask(where, cls, "description()", b::description);
+                ask(where, cls, "availability()", b::availability);
+                ask(where, cls, "profiles()", b::profiles);
+                ask(where, cls, "capabilities()", b::capabilities);
             }
         } catch (IOException e) {
             throw new UncheckedIOException("plugin: closing the plugin check's class loader failed", e);
         }
+    }
+
+    /** The names of the tool's own backends (those on its class path). */
+    private static java.util.Set<String> ownNames() {
+        java.util.Set<String> names = new java.util.HashSet<>();
+        for (MtpBackend b : ServiceLoader.load(MtpBackend.class, MtpBackend.class.getClassLoader())) {
+            names.add(b.name());
+        }
+        return names;
+    }
+
+    /**
+     * {@code call()} of a plug-in's backend, which must neither throw nor return null: a plug-in's failure is bad input
+     * naming the jar, the class and the method. An error of the plug-in's own code ({@code NoClassDefFoundError} for a
+     * dependency it lacks, {@code StackOverflowError}) counts; one of the JVM itself (out of memory) does not.
+     */
+    private static Object ask(String where, String cls, String method, java.util.function.Supplier<?> call) {
+        Object v;
+        try {
+            v = call.get();
+        } catch (RuntimeException | LinkageError | StackOverflowError | AssertionError e) {
+            throw MtpException.invalidArgument(where + ": " + cls + "." + method + " threw " + e);
+        }
+        if (v == null) {
+            throw MtpException.invalidArgument(where + ": " + cls + "." + method + " returned null");
+        }
+        return v;
     }
 
     private static URL check(Path p) {

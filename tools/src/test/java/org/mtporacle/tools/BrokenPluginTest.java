@@ -78,4 +78,26 @@ class BrokenPluginTest {
         assertRefused(jar("name", BACKEND.replace("CTOR", "").replace("NAME",
                 "throw new IllegalStateException(\"no name\");"), "p.B"), "p.B", "name()");
     }
+
+    @Test
+    void aProviderWhoseNameThrowsAnErrorIsRefusedNamingTheJarAndTheClass() throws IOException {
+        // a plug-in built against a library it does not carry: NoClassDefFoundError, an Error, not an exception
+        assertRefused(jar("nameError", BACKEND.replace("CTOR", "").replace("NAME",
+                "throw new NoClassDefFoundError(\"q/Missing\");"), "p.B"), "p.B", "name()", "NoClassDefFoundError");
+    }
+
+    @Test
+    void aProviderWhoseAvailabilityThrowsIsRefusedBeforeTheCommandRuns() throws IOException {
+        assertRefused(jar("availability", BACKEND.replace("CTOR", "").replace("NAME", "return \"b\";")
+                .replace("return Availability.yes(\"b\");", "throw new IllegalStateException(\"probe\");"), "p.B"),
+                "p.B", "availability()", "probe");
+    }
+
+    @Test
+    void aProviderWhoseNameIsTakenOrIsNotOneWordIsRefused() throws IOException {
+        assertRefused(jar("taken", BACKEND.replace("CTOR", "").replace("NAME", "return \"reference\";"), "p.B"),
+                "p.B", "'reference'", "another backend");
+        assertRefused(jar("lines", BACKEND.replace("CTOR", "").replace("NAME", "return \"b\\nreference ok\";"),
+                "p.B"), "p.B", "'b\\nreference ok'", "one printable word");
+    }
 }

@@ -90,6 +90,39 @@ class CliFuzzTest {
                 f.toString()));
     }
 
+    /**
+     * {@code mtp replay} of a trace (replay's backend lookup): without {@code --backend} the trace never chooses what
+     * runs, so the command must refuse (exit 2, or 3 for a trace it cannot read) and start no process, whatever the
+     * trace's {@code backend} and {@code backendOptions} say; with {@code --backend reference} (the first byte odd) the
+     * chain replays, exit 0, 1 or 3.
+     */
+    @FuzzTest(maxDuration = "60s")
+    void replay(byte[] input) throws IOException {
+        boolean run = input.length > 0 && (input[0] & 1) == 1;
+        Path f = DIR.resolve("replay.json");
+        Files.write(f, input.length > 0 ? java.util.Arrays.copyOfRange(input, 1, input.length) : input);
+        long before = ProcessHandle.current().children().count();
+        Cli r = run ? Cli.run("replay", "--backend", "reference", f.toString()) : Cli.run("replay", f.toString());
+        if (ProcessHandle.current().children().count() > before) {
+            throw new AssertionError("replay started a process:\n" + r.out());
+        }
+        if (!(run ? ALLOWED : Set.of(MtpCommand.EXIT_USAGE, MtpCommand.EXIT_ERROR)).contains(r.exit())) {
+            throw new AssertionError("replay" + (run ? " --backend reference" : " without --backend") + ": exit "
+                    + r.exit() + "\n" + r.out());
+        }
+        check("replay", new Cli(MtpCommand.EXIT_OK, r.out())); // the exit is checked above; lines and frames here
+        for (String line : r.out().split("\n")) {
+            if (RAW.matcher(line).find()) {
+                throw new AssertionError("replay printed a raw control character: "
+                        + org.mtporacle.api.UntrustedText.line(line));
+            }
+        }
+    }
+
+    /** What {@code UntrustedText.line} escapes: C0 but newline, DEL, C1, line/paragraph separators, bidi controls. */
+    private static final java.util.regex.Pattern RAW = java.util.regex.Pattern.compile(
+            "[\\x00-\\x09\\x0b-\\x1f\\x7f-\\x9f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069]");
+
     private static byte[] reseal(byte[] input) {
         try {
             ObjectNode root = StrictJson.parse(input, "fuzz");
@@ -109,7 +142,7 @@ class CliFuzzTest {
     @Test
     void everyTargetHasSeedsAndTheCorpusIsSmall() throws IOException {
         long total = 0;
-        for (String t : new String[] {"inspect", "goldenVerify", "merge"}) {
+        for (String t : new String[] {"inspect", "goldenVerify", "merge", "replay"}) {
             try (Stream<Path> s = Files.list(inputs(t))) {
                 var files = s.toList();
                 assertThat(files).as(t).anyMatch(p -> p.getFileName().toString().startsWith("seed-"));

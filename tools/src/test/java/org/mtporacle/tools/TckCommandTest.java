@@ -36,6 +36,11 @@ class TckCommandTest {
         assertThat(json.get("failed").asInt()).isZero();
         assertThat(json.get("passed").asInt()).isGreaterThan(10);
         assertThat(r.out()).contains("pass required_s11_1_badInputCatalogue").contains("OK: ");
+        // the reference loads MoE models, so the default run (no --fixture) runs the MoE fixtures' rule too
+        assertThat(json.get("rules")).anySatisfy(n -> {
+            assertThat(n.get("rule").asText()).isEqualTo("optional_s12_moeChainsFollowTheReference");
+            assertThat(n.get("status").asText()).isEqualTo("PASSED");
+        });
         assertThat(Files.readString(dir.resolve("report.html"))).contains("required_s10_1_7_checkpointRoundTrip");
     }
 

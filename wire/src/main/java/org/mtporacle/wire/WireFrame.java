@@ -1,9 +1,11 @@
 package org.mtporacle.wire;
 
+import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.ObjectWriter;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.mtporacle.api.DType;
@@ -42,6 +44,10 @@ public record WireFrame(ObjectNode header, List<HostTensor> tensors) {
             .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
 
     private static final int CHUNK = 1 << 16;
+
+    /** Writes a header into the stream without closing or flushing it ({@link #write} flushes once, at the end). */
+    private static final ObjectWriter HEADER_WRITER = JSON.writer()
+            .without(JsonGenerator.Feature.AUTO_CLOSE_TARGET).without(JsonGenerator.Feature.FLUSH_PASSED_TO_STREAM);
 
     public WireFrame {
         tensors = List.copyOf(tensors);
@@ -114,31 +120,28 @@ public record WireFrame(ObjectNode header, List<HostTensor> tensors) {
                 d.put("nbytes", t.byteSize());
             }
         }
-        byte[] head = JSON.writeValueAsBytes(header);
-        byte[] buf = new byte[CHUNK];
-        int n = 0;
-        if (head.length + 1 <= CHUNK) {
-            System.arraycopy(head, 0, buf, 0, head.length);
-            n = head.length;
-        } else {
-            out.write(head);
-        }
-        buf[n++] = '\n';
+        // The header goes straight to the stream (callers buffer it), the payload through one buffer no larger than
+        // the payload: a reply without tensors allocates no copy buffer at all (a 64 KiB buffer per frame made a
+        // stream of tiny requests allocate 64 KiB each in serve-wire; SECURITY.md, the campaign).
+        HEADER_WRITER.writeValue(out, header);
+        out.write('\n');
+        long payload = 0;
         for (HostTensor t : tensors) {
-            MemorySegment data = t.data();
-            long size = data.byteSize();
-            for (long off = 0; off < size; ) {
-                if (n == CHUNK) {
-                    out.write(buf, 0, n);
-                    n = 0;
+            payload += t.data().byteSize();
+        }
+        if (payload > 0) {
+            byte[] buf = new byte[(int) Math.min(CHUNK, payload)];
+            for (HostTensor t : tensors) {
+                MemorySegment data = t.data();
+                long size = data.byteSize();
+                for (long off = 0; off < size; ) {
+                    int len = (int) Math.min(buf.length, size - off);
+                    MemorySegment.copy(data, ValueLayout.JAVA_BYTE, off, buf, 0, len);
+                    out.write(buf, 0, len);
+                    off += len;
                 }
-                int len = (int) Math.min(CHUNK - n, size - off);
-                MemorySegment.copy(data, ValueLayout.JAVA_BYTE, off, buf, n, len);
-                n += len;
-                off += len;
             }
         }
-        out.write(buf, 0, n);
         out.flush();
     }
 

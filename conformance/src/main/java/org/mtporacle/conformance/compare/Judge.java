@@ -72,7 +72,9 @@ public final class Judge {
     /**
      * One MoE forward row's experts (spec §12.5): {@code actual} passes when it is the same set as {@code expected}
      * or a router near-tie of it under the reference's probabilities {@code probs} ({@link RouterNearTie#gap}) within
-     * the profile's {@link Tolerance#routerGap()}.
+     * the profile's {@link Tolerance#routerGap()}. A profile with no router gap ({@code exact}) accepts no near-tie,
+     * not even an exact tie of gap 0: a backend held to the reference's bits computes the same probabilities, so it
+     * must break their ties by the spec's rule too (§12.3 step 3, the lower expert index wins).
      */
     public Divergence routerChoice(int row, int pos, float[] probs, int[] expected, int[] actual, String actualLabel) {
         comparedRouterChoices++;
@@ -88,7 +90,7 @@ public final class Judge {
                     Arrays.toString(expected), Arrays.toString(actual)), "row " + row + " position " + pos + ": "
                     + e.getMessage());
         }
-        if (gap <= allowance) {
+        if (gap <= allowance && allowance > 0) {
             routerNearTies++;
             maxRouterGap = Math.max(maxRouterGap, gap);
             return null;
@@ -96,9 +98,12 @@ public final class Judge {
         return new Divergence(Kind.ROUTER_CHOICE, -1, null, row, pos, new Divergence.RouterEvidence(
                 Arrays.toString(expected), Arrays.toString(actual), probsOf(probs, expected), probsOf(probs, actual),
                 gap, allowance), String.format(Locale.ROOT, "row %d position %d: %s experts %s, reference %s "
-                        + "(reference router probabilities %s vs %s, gap %.3g > %.3g %s)", row, pos, actualLabel,
+                        + "(reference router probabilities %s vs %s, gap %.3g %s)%s", row, pos, actualLabel,
                 Arrays.toString(actual), Arrays.toString(expected), probsOf(probs, actual), probsOf(probs, expected),
-                gap, allowance, tolerance.name()));
+                gap, allowance > 0 ? String.format(Locale.ROOT, "> %.3g %s", allowance, tolerance.name())
+                        : "and " + tolerance.name() + " allows no router near-tie",
+                gap == 0 ? ": an exact tie broken toward the higher expert index; spec §12.3 step 3: on equal "
+                        + "probabilities the lower index wins" : ""));
     }
 
     private static String probsOf(float[] probs, int[] experts) {

@@ -17,6 +17,14 @@ public interface BackendRules {
     /** §2 (lockstep): the same on the 4-bit fixture. Skipped unless {@code supportsQuantizedWeights()}. */
     void optional_s2_quantizedChainsFollowTheReference();
 
+    /**
+     * §12 (lockstep): the same on the MoE fixtures ({@code moeFixtures()}: {@code tiny-moe}, and
+     * {@code tiny-moe-ties} with {@code norm_topk_prob: false} and an exact router tie on every token), whenever the
+     * backend loads MoE models. Skipped, saying so, when it refuses the first of them as INCOMPATIBLE_MODEL or
+     * UNAVAILABLE. On failure: as §5; a router set that differs only by an exact tie fails under {@code exact}.
+     */
+    void optional_s12_moeChainsFollowTheReference();
+
     /** §5.8 (lockstep): rounds with random, full, no acceptance and depth 0 keep {@code accepted + 1} rows. */
     void required_s5_8_commitKeepsAcceptedPlusOneRows();
 

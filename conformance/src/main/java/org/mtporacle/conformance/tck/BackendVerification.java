@@ -97,6 +97,24 @@ public abstract class BackendVerification implements BackendRules {
         return "tiny-q4";
     }
 
+    /**
+     * The MoE fixtures the §12 rule runs whenever the backend loads MoE models (a backend refusing them skips the
+     * rule): {@code tiny-moe}, and {@code tiny-moe-ties} ({@code norm_topk_prob: false}, exact router ties); with
+     * target contexts ({@link #contexts()}), {@code tiny-moe-target}. A fixture already run as the dense or quantized
+     * one is not run again.
+     */
+    protected List<String> moeFixtures() {
+        return contexts().tap() == null ? List.of("tiny-moe", "tiny-moe-ties") : List.of("tiny-moe-target");
+    }
+
+    /**
+     * How many random chains the §12 rule runs per MoE fixture: a quarter of {@link #lockstepChains()}, at least 10
+     * (at most {@link #lockstepChains()}); a MoE bug shows on the first MoE forward.
+     */
+    protected int moeChains() {
+        return Math.min(lockstepChains(), Math.max(10, lockstepChains() / 4));
+    }
+
     /** Override to return false when the backend cannot load MLX affine-quantized weights. */
     protected boolean supportsQuantizedWeights() {
         return true;
@@ -229,9 +247,13 @@ public abstract class BackendVerification implements BackendRules {
     }
 
     private void campaign(String fixture, double stochasticRate) {
+        campaign(fixture, lockstepChains(), stochasticRate);
+    }
+
+    private void campaign(String fixture, int chains, double stochasticRate) {
         ChainGenerator.Limits l = ChainGenerator.Limits.defaults();
         Campaign.Settings s = new Campaign.Settings(fixture, backend.name(), backendOptions(), tolerance(),
-                lockstepChains(), 20261130, 0, 1, new ChainGenerator.Limits(l.maxActions(), l.maxRows(),
+                chains, 20261130, 0, 1, new ChainGenerator.Limits(l.maxActions(), l.maxRows(),
                 l.maxDepth(), l.maxPrefill(), l.badRate(), stochasticRate), null, 300);
         Campaign.Result r = Campaign.run(s, oracle(fixture), subject(fixture), taps(fixture), (d, t, p) -> { });
         if (!r.ok()) {
@@ -262,6 +284,31 @@ public abstract class BackendVerification implements BackendRules {
         Assumptions.assumeTrue(supportsQuantizedWeights(),
                 "not applicable: no quantized weights (override supportsQuantizedWeights)");
         campaign(quantizedFixture(), supportsSeededSampling() ? 0.3 : 0.0);
+    }
+
+    @Test
+    @DisplayName("§12 random lifecycles follow the reference on the MoE fixtures (when the backend loads MoE)")
+    @Override
+    public void optional_s12_moeChainsFollowTheReference() {
+        List<String> fixtures = moeFixtures().stream()
+                .filter(f -> !f.equals(denseFixture()) && !f.equals(quantizedFixture())).toList();
+        Assumptions.assumeFalse(fixtures.isEmpty(), "not applicable: the MoE fixtures ran as the dense or quantized "
+                + "fixture");
+        try {
+            subject(fixtures.getFirst()); // closed with the rule's other models
+        } catch (MtpException e) {
+            Assumptions.assumeTrue(e.kind() != MtpException.Kind.INCOMPATIBLE_MODEL
+                    && e.kind() != MtpException.Kind.UNAVAILABLE, () -> "not applicable: the backend does not load "
+                    + "MoE models (" + fixtures.getFirst() + ": " + e.getMessage() + ")");
+            throw e;
+        }
+        for (String f : fixtures) {
+            try {
+                campaign(f, moeChains(), supportsSeededSampling() ? 0.3 : 0.0);
+            } catch (AssertionError e) {
+                fail(f + ": " + e.getMessage());
+            }
+        }
     }
 
     @Test

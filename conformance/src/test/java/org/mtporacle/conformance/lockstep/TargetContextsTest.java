@@ -176,10 +176,13 @@ class TargetContextsTest {
         }
     }
 
-    /** Every drafter mutant the kit catches on synthetic contexts it catches on target contexts (tiny-moe-target for MoE). */
+    /**
+     * Every drafter mutant the kit catches on synthetic contexts it catches on target contexts (tiny-moe-target for
+     * MoE); ignoring {@code norm_topk_prob} shows only on a fixture with the flag false, which no target fixture has.
+     */
     @ParameterizedTest(name = "{0}")
-    @EnumSource(value = Mutation.class, names = {"NONE", "APPEND_AFTER_CLOSE", "MODEL_CLOSE_IGNORED"},
-            mode = EnumSource.Mode.EXCLUDE)
+    @EnumSource(value = Mutation.class, names = {"NONE", "APPEND_AFTER_CLOSE", "MODEL_CLOSE_IGNORED",
+            "MOE_NORM_TOPK_FLAG_IGNORED"}, mode = EnumSource.Mode.EXCLUDE)
     void aDrafterMutantIsStillCaughtAndItsTraceReplaysOnTheSameTaps(Mutation mutation) throws Exception {
         Path traces = Files.createTempDirectory("target-context-traces");
         MtpModel model = mutation.isMoe() ? moeDrafter : drafter;

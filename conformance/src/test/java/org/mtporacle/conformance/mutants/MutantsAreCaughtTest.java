@@ -45,9 +45,10 @@ class MutantsAreCaughtTest {
     }
 
     @ParameterizedTest(name = "{0}")
-    @org.junit.jupiter.params.provider.ValueSource(booleans = {false, true})
-    void theCorrectSecondImplementationPassesLockstep(boolean onMoe) {
-        MtpModel model = onMoe ? moe : dense;
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"tiny", "tiny-moe", "tiny-moe-ties"})
+    void theCorrectSecondImplementationPassesLockstep(String fixture) {
+        MtpModel model = fixture.equals("tiny") ? dense : fixture.equals("tiny-moe") ? moe
+                : FixtureRecipe.named(fixture).load(Path.of("target", "fixture-cache"));
         try (ReferenceDraftModel oracle = ReferenceBackend.load(model, KernelMode.VECTOR, 1);
              SimpleBackend simple = new SimpleBackend(model, Mutation.NONE)) {
             Campaign.Result r = Campaign.run(settings(100, null), oracle, simple, (d, t, p) -> { });
@@ -77,8 +78,18 @@ class MutantsAreCaughtTest {
 
     private static void caught(Mutation mutation, Tolerance tolerance, boolean wide) throws Exception {
         Path traces = Files.createTempDirectory("mutant-traces");
-        MtpModel model = mutation.isMoe() ? wide ? moeWide : moe : wide ? denseWide : dense;
-        String fixture = (mutation.isMoe() ? "tiny-moe" : "tiny") + (wide ? "-wide" : "");
+        // the wide-gain twins for the bf16 half (realistic gain spreads); fixtures without a twin run as they are
+        String fixture = switch (mutation.fixture()) {
+            case "tiny", "tiny-moe" -> mutation.fixture() + (wide ? "-wide" : "");
+            default -> mutation.fixture();
+        };
+        MtpModel model = switch (fixture) {
+            case "tiny" -> dense;
+            case "tiny-moe" -> moe;
+            case "tiny-wide" -> denseWide;
+            case "tiny-moe-wide" -> moeWide;
+            default -> FixtureRecipe.named(fixture).load(Path.of("target", "fixture-cache"));
+        };
         long start = System.nanoTime();
         try (ReferenceDraftModel oracle = ReferenceBackend.load(model, KernelMode.VECTOR, 1);
              SimpleBackend mutant = new SimpleBackend(model, mutation)) {

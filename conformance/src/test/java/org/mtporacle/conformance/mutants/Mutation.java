@@ -50,6 +50,13 @@ public enum Mutation {
     /** MoE: the router picks expert {@code e} but expert {@code (e + 1) mod E}'s weights run. */
     MOE_EXPERTS_OFF_BY_ONE,
     /**
+     * MoE (spec §12.1, §12.3 step 4): the chosen probabilities are renormalised whatever {@code norm_topk_prob} says
+     * (transformers' Qwen3.5-MoE router does so); seen only on a fixture with the flag false ({@code tiny-moe-ties}).
+     */
+    MOE_NORM_TOPK_FLAG_IGNORED,
+    /** MoE (spec §12.3 step 6): slot {@code j}'s expert output is weighted by slot {@code K − 1 − j}'s weight. */
+    MOE_EXPERT_WEIGHTS_REVERSED,
+    /**
      * MoE (spec §12.3 step 2): the router softmax runs in bf16 (every step rounded to bf16). A bug under the f32
      * profile; under bf16 it is what a bf16 backend computes, so only the f32 check expects it caught.
      */
@@ -58,5 +65,10 @@ public enum Mutation {
     /** True for the mutations of the MoE MLP, which the kit checks on a MoE fixture. */
     public boolean isMoe() {
         return name().startsWith("MOE_");
+    }
+
+    /** The fixture that shows the mutation: {@code tiny}, {@code tiny-moe}, or {@code tiny-moe-ties} for the flag. */
+    public String fixture() {
+        return this == MOE_NORM_TOPK_FLAG_IGNORED ? "tiny-moe-ties" : isMoe() ? "tiny-moe" : "tiny";
     }
 }

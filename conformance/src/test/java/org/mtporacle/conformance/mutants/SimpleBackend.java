@@ -487,8 +487,12 @@ public final class SimpleBackend implements DraftModel {
         routing.removeIf(x -> x.row() == row && x.position() == position);
         routing.add(new RouterChoices.Choice(row, position, chosen));
         float[] out = new float[h];
-        for (int expert : chosen) {
-            float weight = moe.normTopK() && bug != Mutation.MOE_TOPK_NOT_RENORMALISED ? p[expert] / total : p[expert];
+        for (int slot = 0; slot < chosen.length; slot++) {
+            int expert = chosen[slot];
+            int weighted = bug == Mutation.MOE_EXPERT_WEIGHTS_REVERSED ? chosen[chosen.length - 1 - slot] : expert;
+            boolean renormalise = moe.normTopK() || bug == Mutation.MOE_NORM_TOPK_FLAG_IGNORED;
+            float weight = renormalise && bug != Mutation.MOE_TOPK_NOT_RENORMALISED ? p[weighted] / total
+                    : p[weighted];
             weight = bug == Mutation.MOE_ROUTER_SOFTMAX_BF16 ? bf16(weight) : weight;
             int used = bug == Mutation.MOE_EXPERTS_OFF_BY_ONE ? (expert + 1) % e : expert;
             float[] y = swiglu(moe.experts().get(used), n);

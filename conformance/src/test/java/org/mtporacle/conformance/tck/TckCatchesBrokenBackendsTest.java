@@ -75,6 +75,126 @@ class TckCatchesBrokenBackendsTest {
         }
     }
 
+    static final String MOE_RULE = "optional_s12_moeChainsFollowTheReference";
+
+    /** The events of the §12 rule alone, on {@code subject} with its default fixtures (what {@code mtp tck} runs). */
+    private static Events moeRule(Class<?> subject) {
+        return EngineTestKit.engine("junit-jupiter").selectors(org.junit.platform.engine.discovery.DiscoverySelectors
+                .selectMethod(subject, MOE_RULE)).execute().testEvents();
+    }
+
+    /**
+     * The MoE mutants fail the TCK with its default fixtures (no {@code --fixture tiny-moe}): the §12 rule runs the
+     * MoE fixtures because the backend loads MoE models. Ignoring {@code norm_topk_prob} fails on
+     * {@code tiny-moe-ties}, the one fixture with the flag false. (A correct second implementation passes it:
+     * {@link #theChecksOfTheBrokenRuleFail} with {@code NONE} runs every rule.)
+     */
+    @ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.EnumSource(value = Mutation.class, names = {"MOE_SHARED_GATE_MISSING",
+            "MOE_NORM_TOPK_FLAG_IGNORED", "MOE_EXPERT_WEIGHTS_REVERSED"})
+    void theMoeMutantsFailTheTckByDefault(Mutation mutation) {
+        current = mutation;
+        Events tests = moeRule(Subject.class);
+        assertThat(tests.failed().count()).as("%s fails %s", mutation, MOE_RULE).isEqualTo(1);
+        String message = tests.failed().stream().findFirst().flatMap(e -> e.getPayload(
+                org.junit.platform.engine.TestExecutionResult.class)).flatMap(r -> r.getThrowable())
+                .map(Throwable::getMessage).orElse("");
+        assertThat(message).startsWith(mutation == Mutation.MOE_NORM_TOPK_FLAG_IGNORED ? "tiny-moe-ties: "
+                : "tiny-moe: ").contains("chains diverged");
+    }
+
+    /** A backend that refuses MoE models skips the §12 rule, saying why; it does not fail it. */
+    @org.junit.jupiter.api.Test
+    void aBackendThatRefusesMoeModelsSkipsTheMoeRule() {
+        Events tests = moeRule(DenseOnly.class);
+        assertThat(tests.aborted().count()).as("skipped by an assumption").isEqualTo(1);
+        assertThat(tests.aborted().stream().findFirst().flatMap(e -> e.getPayload(
+                org.junit.platform.engine.TestExecutionResult.class)).flatMap(r -> r.getThrowable())
+                .map(Throwable::getMessage).orElse("")).contains("does not load MoE models", "tiny-moe");
+    }
+
+    /**
+     * Held to {@code exact}, the reference with its router breaking exact ties toward the higher index fails the §12
+     * rule (on {@code tiny-moe-ties}), where an allowance would accept each tie as a near-tie of gap 0.
+     */
+    @org.junit.jupiter.api.Test
+    void underExactARouterBreakingTiesTowardTheHigherIndexFailsTheMoeRule() {
+        Events tests = moeRule(ExactHigherTies.class);
+        assertThat(tests.failed().count()).isEqualTo(1);
+        assertThat(tests.failed().stream().findFirst().flatMap(e -> e.getPayload(
+                org.junit.platform.engine.TestExecutionResult.class)).flatMap(r -> r.getThrowable())
+                .map(Throwable::getMessage).orElse("")).startsWith("tiny-moe-ties: ")
+                .contains("an exact tie broken toward the higher expert index");
+    }
+
+    /** The reference, refusing MoE models as INCOMPATIBLE_MODEL. */
+    static class DenseOnly extends Subject {
+        @Override
+        protected MtpBackend createBackend() {
+            return new MtpBackend() {
+                @Override
+                public String name() {
+                    return "dense-only";
+                }
+
+                @Override
+                public String description() {
+                    return "the reference, for dense models only";
+                }
+
+                @Override
+                public Availability availability() {
+                    return Availability.yes("in-process");
+                }
+
+                @Override
+                public DraftModel load(MtpModel model, Map<String, String> options) {
+                    if (model.weights().mlp() instanceof org.mtporacle.api.MlpWeights.Moe) {
+                        throw org.mtporacle.api.MtpException.incompatibleModel("load: MoE models are not supported");
+                    }
+                    return org.mtporacle.reference.ReferenceBackend.load(model,
+                            org.mtporacle.reference.ReferenceBackend.configuredMode(), 1);
+                }
+            };
+        }
+    }
+
+    /** The reference whose router breaks exact ties toward the higher index, declaring the exact profile. */
+    static class ExactHigherTies extends Subject {
+        @Override
+        protected MtpBackend createBackend() {
+            return new MtpBackend() {
+                @Override
+                public String name() {
+                    return "reference-higher-ties";
+                }
+
+                @Override
+                public String description() {
+                    return "the reference, its router breaking exact ties toward the higher expert index";
+                }
+
+                @Override
+                public Availability availability() {
+                    return Availability.yes("in-process");
+                }
+
+                @Override
+                public java.util.List<org.mtporacle.api.BackendProfile> profiles() {
+                    return java.util.List.of(new org.mtporacle.api.BackendProfile(name(), Map.of(),
+                            org.mtporacle.api.Tolerance.EXACT));
+                }
+
+                @Override
+                public DraftModel load(MtpModel model, Map<String, String> options) {
+                    return new org.mtporacle.conformance.mutants.HigherIndexTies(
+                            org.mtporacle.reference.ReferenceBackend.load(model,
+                                    org.mtporacle.reference.ReferenceBackend.configuredMode(), 1));
+                }
+            };
+        }
+    }
+
     /** The TCK over {@link SimpleBackend} with {@link #current}; run only through the engine test kit above. */
     static class Subject extends BackendVerification {
         @Override
@@ -117,6 +237,12 @@ class TckCatchesBrokenBackendsTest {
         @Override
         protected int overlapTrials() {
             return 10;
+        }
+
+        /** A MoE bug shows on the first MoE forward: fewer chains than the default's 10 keep these runs short. */
+        @Override
+        protected int moeChains() {
+            return 5;
         }
 
         @Override
