@@ -311,16 +311,70 @@ def _f32(x):
 
 
 class TargetGroup:
-    """Target rows (spec §13.3): checks in the contract's order (WIRE.md §5.2), then compute, then publish."""
+    """Target rows (spec §13.3): checks in the contract's order (WIRE.md §5.2), then compute, then publish. The
+    computation and the row state are behind five hooks (`empty_row`, `restored_row`, `run_prefill`, `run_verify`,
+    `run_commit`, `export`), so an engine with other arithmetic (transformers_target.py) keeps these checks."""
 
-    def __init__(self, target, model_closed):
+    def __init__(self, target, model_closed=None):
         self.t = target
         self.s = target.s
-        self.model_closed = model_closed
         self.rows = []
-        self.round = None        # during a round: per row (state before, W, per-token states, K/V after all W)
+        self.round = None        # during a round: what run_commit needs, one entry per row
+        self.width = 0
         self.closed = False
 
+    # -- the arithmetic and the row state (numpy float64, RowState)
+    def empty_row(self):
+        return self.t.empty_state()
+
+    def restored_row(self, p, conv, states, keys, values):
+        """conv [nGDN, conv_dim, K-1], states [nGDN, Hv, Dk, Dv], keys/values [nFull, nKV, P, D] (float64) or None."""
+        ng, nf = len(self.s.gdn_slots), len(self.s.full_slots)
+        return RowState(p, [conv[i].T.copy() for i in range(ng)], [states[i].copy() for i in range(ng)],
+                        [keys[i].copy() for i in range(nf)], [values[i].copy() for i in range(nf)])
+
+    def run_prefill(self, ids):
+        """(new rows, per row: logits [1, V], pre [L, H], post [L, H])."""
+        new_rows, logits, pre, post = [], [], [], []
+        n = ids.shape[1]
+        for b, row in enumerate(self.rows):
+            x, y, gdn, kv = self.t.forward(row, ids[b], keep_every=False)
+            new_rows.append(RowState(row.processed + n, [w[-1] for w, _ in gdn], [st[-1] for _, st in gdn],
+                                     [k for k, _ in kv], [v for _, v in kv]))
+            logits.append(y[-1:] @ self.t.head.T)
+            pre.append(x)
+            post.append(y)
+        return new_rows, logits, pre, post
+
+    def run_verify(self, ids):
+        """(the round, per row: logits [W, V], pre [W, H], post [W, H]); the rows stay as they are."""
+        round_, logits, pre, post = [], [], [], []
+        for b, row in enumerate(self.rows):
+            x, y, gdn, kv = self.t.forward(row, ids[b], keep_every=True)
+            round_.append((row, gdn, kv))
+            logits.append(y @ self.t.head.T)
+            pre.append(x)
+            post.append(y)
+        return round_, logits, pre, post
+
+    def run_commit(self, accepted):
+        rows = []
+        for (row, gdn, kv), a in zip(self.round, accepted):
+            p = row.processed + a + 1
+            rows.append(RowState(p, [ws[a] for ws, _ in gdn], [sts[a] for _, sts in gdn],
+                                 [k[:, :p] for k, _ in kv], [v[:, :p] for _, v in kv]))
+        return rows
+
+    def export(self, r):
+        """(conv [nGDN, conv_dim, K-1], states, keys [nFull, nKV, P, D], values) as float32 arrays, None if absent."""
+        s = self.s
+
+        def stack(arrays):
+            return np.stack(arrays).astype(np.float32) if arrays else None
+        return (stack([wd.T for wd in r.windows]) if s.gdn_slots else None, stack(r.states) if s.gdn_slots else None,
+                stack(r.keys) if s.full_slots else None, stack(r.values) if s.full_slots else None)
+
+    # -- the contract
     def _usable(self, call):
         if self.closed:
             raise E.illegal_state(call + ": the group is closed")
@@ -334,9 +388,8 @@ class TargetGroup:
             raise E.illegal_state(call + ": the group has no rows")
 
     def processed_tokens(self):
-        if self.round is not None:
-            return [r.processed + w for r, (_, w, _, _) in zip(self.rows, self.round)]
-        return [r.processed for r in self.rows]
+        extra = self.width if self.round is not None else 0
+        return [r.processed + extra for r in self.rows]
 
     def append(self, checkpoints):
         self._usable("append")
@@ -345,8 +398,8 @@ class TargetGroup:
             raise E.invalid_argument("append: checkpoint list is null (use null entries for empty rows)")
         if not isinstance(checkpoints, list):
             raise E.invalid_argument("append: checkpoints is not a list")
-        added = [self.t.empty_state() if cp is None else self._restore("append", i, cp)
-                 for i, cp in enumerate(checkpoints)]
+        checked = [None if cp is None else self._restore("append", i, cp) for i, cp in enumerate(checkpoints)]
+        added = [self.empty_row() if c is None else self.restored_row(*c) for c in checked]
         self.rows = self.rows + added
 
     def _restore(self, call, i, cp):
@@ -371,8 +424,7 @@ class TargetGroup:
             raise bad("%s carries no content digest (spec §13.3)" % where)
         if cp.digest != target_checkpoint_digest(cp):
             raise bad("%s does not match its content digest (spec §13.3)" % where)
-        return RowState(p, [conv[i].T.copy() for i in range(ng)], [states[i].copy() for i in range(ng)],
-                        [keys[i].copy() for i in range(nf)], [values[i].copy() for i in range(nf)])
+        return p, conv, states, keys, values
 
     def filter_rows(self, keep):
         self._usable("filterRows")
@@ -396,14 +448,7 @@ class TargetGroup:
         n = ids.shape[1]
         self._positions("prefill", n)
         self._forward_size("prefill", min(n, PREFILL_CHUNK))
-        new_rows, logits, pre, post = [], [], [], []
-        for b, row in enumerate(self.rows):
-            x, y, gdn, kv = self.t.forward(row, ids[b], keep_every=False)
-            new_rows.append(RowState(row.processed + n, [w[-1] for w, _ in gdn], [st[-1] for _, st in gdn],
-                                     [k for k, _ in kv], [v for _, v in kv]))
-            logits.append(y[-1:] @ self.t.head.T)
-            pre.append(x)
-            post.append(y)
+        new_rows, logits, pre, post = self.run_prefill(ids)
         self.rows = new_rows
         return _out(logits), _out(pre), _out(post)
 
@@ -422,22 +467,15 @@ class TargetGroup:
                                       "from the pending token (spec §13.3)" % b)
         self._positions("verify", w)
         self._forward_size("verify", w)
-        round_, logits, pre, post = [], [], [], []
-        for b, row in enumerate(self.rows):
-            x, y, gdn, kv = self.t.forward(row, ids[b], keep_every=True)
-            round_.append((row, w, gdn, kv))
-            logits.append(y @ self.t.head.T)
-            pre.append(x)
-            post.append(y)
-        self.round = round_
+        round_, logits, pre, post = self.run_verify(ids)
+        self.round, self.width = round_, w
         return _out(logits), _out(pre), _out(post)
 
     def commit(self, accepted):
         self._usable("commit")
         if self.round is None:
             raise E.illegal_state("commit: no verify round is open (spec §13.3)")
-        b = len(self.rows)
-        w = self.round[0][1] if self.round else 1
+        b, w = len(self.rows), self.width
         if accepted is None:
             raise E.invalid_argument("commit: accepted is null")
         if not isinstance(accepted, list) or len(accepted) != b:
@@ -447,13 +485,8 @@ class TargetGroup:
             if isinstance(a, bool) or not isinstance(a, int) or a < 0 or a > w - 1:
                 raise E.invalid_argument("commit: accepted[%d] = %s outside [0, %d] (spec §13.3); rows unchanged"
                                          % (r, a, w - 1))
-        rows = []
-        for (row, _, gdn, kv), a in zip(self.round, accepted):
-            p = row.processed + a + 1
-            rows.append(RowState(p, [ws[a] for ws, _ in gdn], [sts[a] for _, sts in gdn],
-                                 [k[:, :p] for k, _ in kv], [v[:, :p] for _, v in kv]))
-        self.rows = rows
-        self.round = None
+        self.rows = self.run_commit(accepted)
+        self.round, self.width = None, 0
 
     def capture(self, row):
         self._usable("capture")
@@ -463,14 +496,12 @@ class TargetGroup:
         r = self.rows[row]
         if r.processed == 0:
             raise E.illegal_state("capture: row %d has processed no token yet (spec §13.3)" % row)
-        s = self.s
 
-        def f32(arrays):
-            return Tensor.from_numpy(np.ascontiguousarray(np.stack(arrays).astype(np.float32))) if arrays else None
-        cp = TargetCheckpoint(TARGET_SCHEMA, r.processed, self.t.identity,
-                              f32([wd.T for wd in r.windows]) if s.gdn_slots else None,
-                              f32(r.states) if s.gdn_slots else None,
-                              f32(r.keys) if s.full_slots else None, f32(r.values) if s.full_slots else None)
+        def tensor(a):
+            return None if a is None else Tensor.from_numpy(np.ascontiguousarray(a.astype(np.float32)))
+        conv, states, keys, values = self.export(r)
+        cp = TargetCheckpoint(TARGET_SCHEMA, r.processed, self.t.identity, tensor(conv), tensor(states),
+                              tensor(keys), tensor(values))
         cp.digest = target_checkpoint_digest(cp)
         return cp
 

@@ -22,7 +22,7 @@ import java.util.List;
 import java.util.concurrent.Callable;
 
 /** {@code mtp conform}: every available backend against the reference on the bundled fixtures. */
-@Command(name = "conform", mixinStandardHelpOptions = true, subcommands = ConformCommand.Merge.class,
+@Command(name = "conform", mixinStandardHelpOptions = true, subcommands = {ConformCommand.Merge.class, ConformTargetCommand.class},
         description = {"Run lockstep conformance chains of backends against the reference.",
                 "With no options: every backend profile found on the bundled fixtures (dense and MoE: tiny, "
                         + "tiny-q4, small, small-q4, tiny-moe, tiny-moe-q4, small-moe, small-moe-q4); unavailable backends are listed with the reason and do not fail the run. A "

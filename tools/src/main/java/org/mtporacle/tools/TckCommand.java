@@ -110,12 +110,16 @@ final class TckCommand implements Callable<Integer> {
         BackendProfile p = Mixins.Usage.lookup(spec, () -> profile(b));
         BackendSelection.requireAvailable(b); // asked for by name: unavailable is exit 3, not a run of skips
         TckSubject.configure(b, p, chains, prefillSplit, dense, quantized, source);
+        boolean target = TargetTckSubject.applies(b); // the target rules (spec §13) for a backend that runs it
+        TargetTckSubject.configure(b, p, chains, "tiny-target");
         if (!json) {
             System.out.println("mtp tck: " + UntrustedText.clip(b.name()) + " (profile " + UntrustedText.clip(p.label())
                     + ", options " + UntrustedText.clip(p.options().toString()) + ", tolerance "
                     + UntrustedText.clip(p.tolerance().describe()) + "; fixtures " + dense.name() + " and "
                     + quantized.name() + ")");
             System.out.println("contexts of the lockstep rules: " + source.describe());
+            System.out.println(target ? "target rules (spec §13): on tiny-target" : "target rules: none (this "
+                    + "backend runs the drafter only)");
         }
         Map<String, Rule> rules = new LinkedHashMap<>();
         Map<String, Long> started = new LinkedHashMap<>();
@@ -167,7 +171,8 @@ final class TckCommand implements Callable<Integer> {
             }
         };
         LauncherDiscoveryRequest request = LauncherDiscoveryRequestBuilder.request()
-                .selectors(selectClass(TckSubject.class)).build();
+                .selectors(target ? List.of(selectClass(TckSubject.class), selectClass(TargetTckSubject.class))
+                        : List.of(selectClass(TckSubject.class))).build();
         Launcher launcher = LauncherFactory.create();
         long t0 = System.nanoTime();
         launcher.execute(request, listener);
