@@ -18,7 +18,7 @@ transformers' arithmetic and its cache.
     python3 transformers_target.py --smoke DIR [--device cuda]   # one target's forwards vs the numpy target
 
     mtp tck --backend exec:'python3 adapters/python/examples/transformers_target.py --device cuda'
-    mtp conform target --backend exec:'python3 adapters/python/examples/transformers_target.py --device cuda'
+    mtp conform --target --backend exec:'python3 adapters/python/examples/transformers_target.py --device cuda'
 
 It also serves transformers_backend.py's drafter, so `mtp tck` runs the drafter's rules and the target's on one
 engine. Without torch or transformers it still speaks the protocol and reports itself unavailable.

@@ -22,14 +22,14 @@ pids=()
 timeout "$SECS" $MTP tck --backend "exec:$ENG" --chains 10 --prefill-split 130 --report "$OUT/tck" > "$OUT/tck.txt" 2>&1 &
 pids+=($!)
 for k in 1 2 3 4; do
-  timeout "$SECS" $MTP conform target --backend "exec:$ENG" --fixture tiny-target --chains "${CHAINS:-250}" --seed $k \
+  timeout "$SECS" $MTP conform --target --backend "exec:$ENG" --fixture tiny-target --chains "${CHAINS:-250}" --seed $k \
     --report "$OUT/campaign-f32-seed$k" > "$OUT/campaign-f32-seed$k.txt" 2>&1 &
   pids+=($!)
 done
-timeout "$SECS" $MTP conform target --backend "exec:$ENG --dtype bfloat16" --fixture tiny-target --chains 100 --seed 9 \
+timeout "$SECS" $MTP conform --target --backend "exec:$ENG --dtype bfloat16" --fixture tiny-target --chains 100 --seed 9 \
   --report "$OUT/campaign-bf16" > "$OUT/campaign-bf16.txt" 2>&1 &
 pids+=($!)
-timeout "$SECS" $MTP conform target --backend "exec:$ENG" --fixture tiny-moe-target --chains 100 --seed 5 \
+timeout "$SECS" $MTP conform --target --backend "exec:$ENG" --fixture tiny-moe-target --chains 100 --seed 5 \
   --report "$OUT/campaign-moe-f32" > "$OUT/campaign-moe-f32.txt" 2>&1 &
 pids+=($!)
 for p in "${pids[@]}"; do wait "$p"; echo "pid $p exit $?"; done | tee "$OUT/exits.txt"

@@ -22,7 +22,7 @@ import java.util.List;
 import java.util.concurrent.Callable;
 
 /** {@code mtp conform}: every available backend against the reference on the bundled fixtures. */
-@Command(name = "conform", mixinStandardHelpOptions = true, subcommands = {ConformCommand.Merge.class, ConformTargetCommand.class},
+@Command(name = "conform", mixinStandardHelpOptions = true, subcommands = ConformCommand.Merge.class,
         description = {"Run lockstep conformance chains of backends against the reference.",
                 "With no options: every backend profile found on the bundled fixtures (dense and MoE: tiny, "
                         + "tiny-q4, small, small-q4, tiny-moe, tiny-moe-q4, small-moe, small-moe-q4); unavailable backends are listed with the reason and do not fail the run. A "
@@ -62,6 +62,11 @@ final class ConformCommand implements Callable<Integer> {
                     + "are removed; default: ${DEFAULT-VALUE}).")
     Path report;
 
+    @Option(names = "--target", description = "Run target chains (spec §13.3) of the backends that run the hybrid "
+            + "target, against the reference target, on the target fixtures (default tiny-target, small-target, "
+            + "tiny-moe-target), instead of drafter chains.")
+    boolean target;
+
     @Mixin
     Mixins.Contexts contexts;
 
@@ -73,6 +78,9 @@ final class ConformCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        if (target) {
+            return ConformTargetCommand.run(this);
+        }
         Mixins.Usage.require(spec, chains >= 1, "--chains " + chains + ": must be ≥ 1");
         Mixins.Usage.require(spec, maxActions >= 1, "--max-actions " + maxActions + ": must be ≥ 1");
         List<BackendSelection.Choice> selected = Mixins.Usage.lookup(spec, () -> BackendSelection.select(backends));

@@ -9,14 +9,14 @@ import java.nio.file.Path;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-/** {@code mtp conform target}: target lockstep entries for backends that run the target, in an ordinary report. */
+/** {@code mtp conform --target}: target lockstep entries for backends that run the target, in an ordinary report. */
 class ConformTargetCommandTest {
     @TempDir
     Path dir;
 
     @Test
     void theReferenceTargetPassesItsOwnTargetChainsAndTheReportSaysWhatWasCompared() throws Exception {
-        Cli r = Cli.run("conform", "target", "--backend", "reference", "--fixture", "tiny-target", "--chains", "3",
+        Cli r = Cli.run("conform", "--target", "--backend", "reference", "--fixture", "tiny-target", "--chains", "3",
                 "--report", dir.toString());
         assertThat(r.exit()).as(r.out()).isZero();
         JsonNode json = new ObjectMapper().readTree(dir.resolve("report.json").toFile());
@@ -30,8 +30,23 @@ class ConformTargetCommandTest {
     }
 
     @Test
+    void aDriftingTargetFailsWithAShrunkTraceAndAnAbsentOneIsUnavailable() throws Exception {
+        Cli r = Cli.run("conform", "--target", "--backend", "drifting", "--fixture", "tiny-target", "--chains", "2",
+                "--report", dir.resolve("d").toString());
+        assertThat(r.exit()).as(r.out()).isEqualTo(MtpCommand.EXIT_FAILED);
+        JsonNode e = new ObjectMapper().readTree(dir.resolve("d/report.json").toFile()).get("entries").get(0);
+        assertThat(e.get("status").asText()).isEqualTo("FAILED");
+        JsonNode f = e.get("failures").get(0);
+        assertThat(f.get("shrunkActions").size()).as("shrunk: %s", f).isLessThanOrEqualTo(3);
+        assertThat(java.nio.file.Path.of(f.get("trace").asText())).exists();
+        Cli absent = Cli.run("conform", "--target", "--backend", "absent", "--fixture", "tiny-target", "--report",
+                dir.resolve("a").toString());
+        assertThat(absent.exit()).as(absent.out()).isEqualTo(MtpCommand.EXIT_ERROR);
+    }
+
+    @Test
     void aFixtureWithoutATargetIsAUsageError() {
-        Cli r = Cli.run("conform", "target", "--backend", "reference", "--fixture", "tiny", "--report",
+        Cli r = Cli.run("conform", "--target", "--backend", "reference", "--fixture", "tiny", "--report",
                 dir.toString());
         assertThat(r.exit()).as(r.out()).isEqualTo(MtpCommand.EXIT_USAGE);
         assertThat(r.out()).contains("tiny").contains("tiny-target");

@@ -91,11 +91,6 @@ class ExitCodesTest {
                 1, a(p("failing"), "--report", p("m1")),
                 2, a(),
                 3, a(p("shard1"), "--report", p("m3")));
-        cases("mtp conform target", 0, a("--backend", "reference", "--fixture", "tiny-target", "--chains", "1",
-                        "--report", p("ct0")),
-                1, a("--backend", "drifting", "--fixture", "tiny-target", "--chains", "1", "--report", p("ct1")),
-                2, a("--chains", "abc"),
-                3, a("--backend", "absent", "--fixture", "tiny-target", "--chains", "1", "--report", p("ct3")));
         cases("mtp replay", 0, a(p("passing-trace.json"), "--backend", "reference"),
                 1, a(p("drifting-trace.json"), "--trace-backend"), 2, a(p("passing-trace.json")),
                 3, a(p("missing.json"), "--backend", "reference"));

@@ -82,7 +82,7 @@ class NumpyTargetTest {
 
     @Test
     void theNumpyTargetFollowsTheReferenceOnTheTinyTarget() {
-        TargetCampaign.Result r = campaign("tiny-target", 12, 41);
+        TargetCampaign.Result r = campaign("tiny-target", 6, 41);
         assertThat(r.counts().comparedTokens()).isGreaterThan(50);
         assertThat(r.counts().comparedStates()).isGreaterThan(12);
         assertThat(r.badCalls()).isPositive();
@@ -90,7 +90,7 @@ class NumpyTargetTest {
 
     @Test
     void andOnTheMoeTinyTarget() {
-        TargetCampaign.Result r = campaign("tiny-moe-target", 3, 42);
+        TargetCampaign.Result r = campaign("tiny-moe-target", 2, 42);
         assertThat(r.counts().comparedTokens()).isGreaterThan(10);
     }
 
@@ -105,7 +105,7 @@ class NumpyTargetTest {
 
         @Override
         protected int lockstepChains() {
-            return 6;
+            return 4;
         }
 
         @Override

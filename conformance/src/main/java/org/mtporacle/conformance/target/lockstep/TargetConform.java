@@ -23,7 +23,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Target conformance ({@code mtp conform target}): every chosen backend profile whose backend runs the hybrid target
+ * Target conformance ({@code mtp conform --target}): every chosen backend profile whose backend runs the hybrid target
  * ({@link MtpBackend#supportsTarget()}), on every target fixture, in lockstep with the reference target (spec §13.3):
  * {@code chains} generated target chains each, seeded by the campaign seed, the fixture and the chain's index; the
  * first failure of an entry is shrunk and written as a replayable {@code mtp-oracle-target-chain} trace. The result
