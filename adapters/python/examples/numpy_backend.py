@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""A second, independent implementation of the Qwen3.5 MTP draft block and its row lifecycle, in numpy float64,
+"""A second, independent implementation of the Qwen3.5 MTP draft block and its row lifecycle, and of the hybrid
+target (Gated DeltaNet + gated attention, verify and rollback: numpy_mtp/target.py), in numpy float64,
 written from conformance/spec/mtp-behavior.md (cited as §N) and conformance/SPEC.md (the seeded sampling stream),
 served over mtp-oracle-wire/1 with the mtp_wire SDK:
 
@@ -24,6 +25,7 @@ from numpy_mtp.modelfiles import (ATTENTION_LINEARS, EMBED_NAMES, HEAD_NAMES, LI
                                   dequantize, load_model, read_json, read_safetensors)
 from numpy_mtp.moe import MoeMlp, softmax_f32, top_k  # noqa: E402,F401
 from numpy_mtp.rows import MAX_DEPTH, MIN_TEMPERATURE, SCHEMA, Model, Row, Rows  # noqa: E402,F401
+from numpy_mtp.target import HybridTarget, TargetGroup  # noqa: E402
 from numpy_mtp.sampling import (_ONE_BELOW, gumbel, inverse_cdf, key_of, mlx_exp, random_bits,  # noqa: E402,F401
                                 sample_row, step_key, threefry2x32, uniform)
 
@@ -54,6 +56,7 @@ class NumpyEngine(mtp_wire.Engine):
                 "maxRows": 64,
                 "maxDepth": MAX_DEPTH,
                 "routerChoices": True,
+                "target": True,
             },
         }
 
@@ -64,6 +67,29 @@ class NumpyEngine(mtp_wire.Engine):
         if not isinstance(directory, str):
             raise E.invalid_argument("load: directory = %r, expected a path" % (directory,))
         return WireModel(Model(directory, identity))
+
+    def load_target(self, directory, layout, identity, options, config):
+        """The hybrid target (spec §13, WIRE.md §5.2), numpy float64, recurrent form; see numpy_mtp/target.py."""
+        if options:
+            raise E.invalid_argument("loadTarget: unknown option(s) %s; this engine takes none"
+                                     % ", ".join(sorted(map(str, options))))
+        return WireTarget(HybridTarget(directory, identity))
+
+
+class WireTarget(mtp_wire.TargetModel):
+    numerics = NUMERICS
+
+    def __init__(self, target):
+        self.target = target
+        self.closed = False
+
+    def open_rows(self, checkpoints):
+        g = TargetGroup(self.target, lambda: self.closed)
+        g.append(checkpoints)
+        return g
+
+    def close(self):
+        self.closed = True
 
 
 class WireModel(mtp_wire.DraftModel):

@@ -9,11 +9,14 @@ serve(MyEngine()). See README.md."""
 from .errors import (BACKEND_FAILURE, ILLEGAL_STATE, INCOMPATIBLE_CHECKPOINT, INCOMPATIBLE_MODEL, INVALID_ARGUMENT,
                      KINDS, MALFORMED_FILE, UNAVAILABLE, MtpError)
 from .server import PROTOCOL, Checkpoint, DraftModel, DraftRows, Engine, RowSampler, checkpoint_digest, serve
+from .target import (TARGET_SCHEMA, TargetCheckpoint, TargetModel, TargetRows,  # WIRE.md §5.2, the target capability
+                     target_checkpoint_digest)
 from .tensor import Tensor
 
 __all__ = ["BACKEND_FAILURE", "ILLEGAL_STATE", "INCOMPATIBLE_CHECKPOINT", "INCOMPATIBLE_MODEL", "INVALID_ARGUMENT",
            "KINDS", "MALFORMED_FILE", "UNAVAILABLE", "MtpError", "PROTOCOL", "Checkpoint", "DraftModel", "DraftRows",
-           "Engine", "RowSampler", "checkpoint_digest", "serve", "Tensor"]
+           "Engine", "RowSampler", "checkpoint_digest", "serve", "Tensor", "TARGET_SCHEMA", "TargetCheckpoint",
+           "TargetModel", "TargetRows", "target_checkpoint_digest"]
 
 # the row skeleton (rows.py): subclass RowsSkeleton with storage and maths, serve it with serve_rows (see README.md)
 from .rows import LoadArgs, RowShape, RowState, RowsEngine, RowsSkeleton, serve_rows  # noqa: E402

@@ -10,6 +10,7 @@ import sys
 import traceback
 
 from . import errors as E
+from .target import TARGET_OPS, dispatch_target
 from .tensor import Tensor
 
 PROTOCOL = "mtp-oracle-wire/1"
@@ -423,6 +424,8 @@ class Server:
                 self.poisoned.pop(g, None)
                 self.closed.add(g)
             return {}, ()
+        if op in TARGET_OPS:   # WIRE.md §5.2, the target capability
+            return dispatch_target(self, op, a)
         raise E.MtpError(E.UNAVAILABLE, "%s: unknown op (this engine speaks %s)" % (op, PROTOCOL))
 
 

@@ -6,6 +6,9 @@
 // a group whose handler threw something other than an MtpError.
 
 import { createHash } from "node:crypto";
+import { TARGET_OPS, TargetDispatch, type LoadTargetArgs, type TargetModel } from "./target.js";
+
+export * from "./target.js";
 
 export const PROTOCOL = "mtp-oracle-wire/1";
 
@@ -254,6 +257,8 @@ export interface Engine {
   version: string;
   hello(): HelloResult;
   load(args: LoadArgs): DraftModel;
+  /** Optional: the hybrid target (WIRE.md §5.2), for an engine whose hello() claims `capabilities.target`. */
+  loadTarget?(args: LoadTargetArgs): TargetModel;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -399,8 +404,12 @@ export class Server {
   private nextHandle = 1;
   private routed = false;                      // the handshake claimed routerChoices
   private unclaimedWarned = false;
+  private target: TargetDispatch;
 
-  constructor(private engine: Engine, private log: (line: string) => void) {}
+  constructor(private engine: Engine, private log: (line: string) => void) {
+    this.target = new TargetDispatch(engine, () => this.handleFor(), (op, g, fn) => this.guard(op, g, fn),
+      this.poisoned);
+  }
 
   /** Answers one request frame with one reply frame (bytes). */
   handle(frame: Frame): { reply: Uint8Array; exit: boolean } {
@@ -503,6 +512,7 @@ export class Server {
       default:
         break;
     }
+    if (TARGET_OPS.includes(op)) return this.target.dispatch(op, a); // WIRE.md §5.2, the target capability
     const groupOps = ["append", "filterRows", "prefill", "draft", "commit", "capture", "rowCount", "close"];
     if (!groupOps.includes(op)) throw new MtpError("UNAVAILABLE", `${op}: unknown op (this engine speaks ${PROTOCOL})`);
     const g = a.group as number;

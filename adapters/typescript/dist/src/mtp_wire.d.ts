@@ -1,3 +1,5 @@
+import { type LoadTargetArgs, type TargetModel } from "./target.js";
+export * from "./target.js";
 export declare const PROTOCOL = "mtp-oracle-wire/1";
 export type Kind = "INVALID_ARGUMENT" | "ILLEGAL_STATE" | "INCOMPATIBLE_CHECKPOINT" | "INCOMPATIBLE_MODEL" | "MALFORMED_FILE" | "UNAVAILABLE" | "BACKEND_FAILURE";
 export declare const KINDS: readonly Kind[];
@@ -122,6 +124,8 @@ export interface Engine {
     version: string;
     hello(): HelloResult;
     load(args: LoadArgs): DraftModel;
+    /** Optional: the hybrid target (WIRE.md §5.2), for an engine whose hello() claims `capabilities.target`. */
+    loadTarget?(args: LoadTargetArgs): TargetModel;
 }
 interface Frame {
     header: Record<string, unknown>;
@@ -138,6 +142,7 @@ export declare class Server {
     private nextHandle;
     private routed;
     private unclaimedWarned;
+    private target;
     constructor(engine: Engine, log: (line: string) => void);
     /** Answers one request frame with one reply frame (bytes). */
     handle(frame: Frame): {
@@ -155,4 +160,3 @@ export declare class Server {
 /** Serves `engine` on stdin/stdout until end of input or `shutdown`. console.log/info/debug go to stderr, so a
  * stray log line cannot break the framing. */
 export declare function serve(engine: Engine): void;
-export {};

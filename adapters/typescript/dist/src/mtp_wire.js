@@ -5,6 +5,8 @@
 // calls serve(engine). The SDK owns framing, the handshake, handles, tensor decoding, error replies and poisoning of
 // a group whose handler threw something other than an MtpError.
 import { createHash } from "node:crypto";
+import { TARGET_OPS, TargetDispatch } from "./target.js";
+export * from "./target.js";
 export const PROTOCOL = "mtp-oracle-wire/1";
 export const KINDS = [
     "INVALID_ARGUMENT", "ILLEGAL_STATE", "INCOMPATIBLE_CHECKPOINT", "INCOMPATIBLE_MODEL", "MALFORMED_FILE",
@@ -302,9 +304,11 @@ export class Server {
     nextHandle = 1;
     routed = false; // the handshake claimed routerChoices
     unclaimedWarned = false;
+    target;
     constructor(engine, log) {
         this.engine = engine;
         this.log = log;
+        this.target = new TargetDispatch(engine, () => this.handleFor(), (op, g, fn) => this.guard(op, g, fn), this.poisoned);
     }
     /** Answers one request frame with one reply frame (bytes). */
     handle(frame) {
@@ -411,6 +415,8 @@ export class Server {
             default:
                 break;
         }
+        if (TARGET_OPS.includes(op))
+            return this.target.dispatch(op, a); // WIRE.md §5.2, the target capability
         const groupOps = ["append", "filterRows", "prefill", "draft", "commit", "capture", "rowCount", "close"];
         if (!groupOps.includes(op))
             throw new MtpError("UNAVAILABLE", `${op}: unknown op (this engine speaks ${PROTOCOL})`);

@@ -79,6 +79,11 @@ final class ConformCommand implements Callable<Integer> {
     @Mixin
     ModelOption model;
 
+    @Option(names = "--target", description = "Run target chains (spec §13.3) of the backends that run the hybrid "
+            + "target, against the reference target, on the target fixtures (default tiny-target, small-target, "
+            + "tiny-moe-target), instead of drafter chains.")
+    boolean target;
+
     @Mixin
     Mixins.Contexts contexts;
 
@@ -90,6 +95,9 @@ final class ConformCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        if (target) {
+            return ConformTargetCommand.run(this);
+        }
         Mixins.Usage.require(spec, chains >= 1, "--chains " + chains + ": must be ≥ 1");
         Mixins.Usage.require(spec, maxActions >= 1, "--max-actions " + maxActions + ": must be ≥ 1");
         List<BackendSelection.Choice> selected = new ArrayList<>(Mixins.Usage.lookup(spec,

@@ -4,6 +4,7 @@ import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.MtpBackends;
 import org.mtporacle.conformance.BackendSelection;
 import org.mtporacle.io.ModelLoader;
+import org.mtporacle.io.TargetLoader;
 import org.mtporacle.wire.WireServer;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -37,7 +38,7 @@ final class ServeWireCommand implements Callable<Integer> {
         MtpBackend b = Mixins.Usage.lookup(spec, () -> BackendSelection.byName(backend));
         PrintStream frames = new PrintStream(new FileOutputStream(FileDescriptor.out), false);
         System.setOut(System.err); // anything else printed goes to the log, never between frames
-        new WireServer(b, ModelLoader::load, System.err).serve(System.in, frames);
+        new WireServer(b, ModelLoader::load, TargetLoader::load, System.err).serve(System.in, frames);
         return MtpCommand.EXIT_OK;
     }
 }

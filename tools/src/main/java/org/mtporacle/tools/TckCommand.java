@@ -118,8 +118,26 @@ final class TckCommand implements Callable<Integer> {
 
     /** Every rule of the TCK in its order: method name → what it checks (discovery only, nothing runs). */
     static Map<String, String> allRules() {
+        return rules(TckSubject.class, TargetTckSubject.class);
+    }
+
+    /** The rules to run: all (the target's too for a backend that runs the target), or those named, each in its class. */
+    private static List<? extends org.junit.platform.engine.DiscoverySelector> selectors(List<String> only,
+                                                                                        boolean target) {
+        if (only.isEmpty()) {
+            return target ? List.of(selectClass(TckSubject.class), selectClass(TargetTckSubject.class))
+                    : List.of(selectClass(TckSubject.class));
+        }
+        java.util.Set<String> targetRules = rules(TargetTckSubject.class).keySet();
+        return only.stream().distinct().filter(r -> target || !targetRules.contains(r))
+                .map(r -> selectMethod(targetRules.contains(r) ? TargetTckSubject.class : TckSubject.class, r))
+                .toList();
+    }
+
+    private static Map<String, String> rules(Class<?>... subjects) {
         TestPlan plan = LauncherFactory.create().discover(LauncherDiscoveryRequestBuilder.request()
-                .selectors(selectClass(TckSubject.class)).build());
+                .selectors(java.util.Arrays.stream(subjects).map(
+                        org.junit.platform.engine.discovery.DiscoverySelectors::selectClass).toList()).build());
         Map<String, String> out = new LinkedHashMap<>();
         for (TestIdentifier root : plan.getRoots()) {
             plan.getDescendants(root).stream().filter(TestIdentifier::isTest)
@@ -179,12 +197,16 @@ final class TckCommand implements Callable<Integer> {
         Handshakes.require(List.of(b)); // an engine that cannot answer hello: one line, exit 3
         TckSubject.configure(b, p, chains, prefillSplit, dense, quantized, source);
         TckSubject.stopAfterFailure(failFast);
+        boolean target = TargetTckSubject.applies(b); // the target rules (spec §13) for a backend that runs it
+        TargetTckSubject.configure(b, p, chains, "tiny-target");
         if (!json) {
             System.out.println("mtp tck: " + UntrustedText.clip(b.name()) + " (profile " + UntrustedText.clip(p.label())
                     + ", options " + UntrustedText.clip(p.options().toString()) + ", tolerance "
                     + UntrustedText.clip(p.tolerance().describe()) + "; fixtures " + dense.name() + " and "
                     + quantized.name() + ")");
             System.out.println("contexts of the lockstep rules: " + source.describe());
+            System.out.println(target ? "target rules (spec §13): on tiny-target" : "target rules: none (this "
+                    + "backend runs the drafter only)");
         }
         Map<String, Rule> rules = new LinkedHashMap<>();
         Map<String, Long> started = new LinkedHashMap<>();
@@ -239,8 +261,7 @@ final class TckCommand implements Callable<Integer> {
             }
         };
         LauncherDiscoveryRequest request = LauncherDiscoveryRequestBuilder.request()
-                .selectors(onlyRules.isEmpty() ? List.of(selectClass(TckSubject.class)) : onlyRules.stream()
-                        .distinct().map(r -> selectMethod(TckSubject.class, r)).toList()).build();
+                .selectors(selectors(onlyRules, target)).build();
         org.mtporacle.conformance.report.ReportFiles.checkWritable(report); // before any rule runs
         Launcher launcher = LauncherFactory.create();
         long t0 = System.nanoTime();

@@ -41,6 +41,39 @@ public final class TestBackends {
             return List.of(new BackendProfile("drifting", Map.of(), org.mtporacle.api.Tolerance.F32));
         }
 
+        /** Its target is the reference target with logit 1 of every forward's first position raised by 1000. */
+        @Override
+        public boolean supportsTarget() {
+            return true;
+        }
+
+        @Override
+        public org.mtporacle.api.LoadedTarget loadTarget(org.mtporacle.api.TargetModel model,
+                                                         Map<String, String> options) {
+            org.mtporacle.api.LoadedTarget inner = new ReferenceBackend().loadTarget(model, Map.of());
+            return new org.mtporacle.api.LoadedTarget() {
+                @Override
+                public org.mtporacle.api.TargetModel model() {
+                    return inner.model();
+                }
+
+                @Override
+                public String numerics() {
+                    return "reference target, drifted";
+                }
+
+                @Override
+                public org.mtporacle.api.TargetRows openRows(List<org.mtporacle.api.TargetCheckpoint> checkpoints) {
+                    return new ShiftedTarget(inner.openRows(checkpoints));
+                }
+
+                @Override
+                public void close() {
+                    inner.close();
+                }
+            };
+        }
+
         @Override
         public DraftModel load(MtpModel model, Map<String, String> options) {
             DraftModel inner = new ReferenceBackend().load(model, Map.of());
@@ -65,6 +98,65 @@ public final class TestBackends {
                     inner.close();
                 }
             };
+        }
+    }
+
+    private record ShiftedTarget(org.mtporacle.api.TargetRows rows) implements org.mtporacle.api.TargetRows {
+        private static org.mtporacle.api.TargetOutput drift(org.mtporacle.api.TargetOutput o) {
+            float[] l = o.logits().toFloatArray();
+            l[1] += 1000f;
+            return new org.mtporacle.api.TargetOutput(HostTensor.ofFloats(l, o.logits().shape()), o.preNorm(),
+                    o.postNorm());
+        }
+
+        @Override
+        public int rowCount() {
+            return rows.rowCount();
+        }
+
+        @Override
+        public int[] processedTokens() {
+            return rows.processedTokens();
+        }
+
+        @Override
+        public void append(List<org.mtporacle.api.TargetCheckpoint> checkpoints) {
+            rows.append(checkpoints);
+        }
+
+        @Override
+        public void filterRows(int[] keep) {
+            rows.filterRows(keep);
+        }
+
+        @Override
+        public org.mtporacle.api.TargetOutput prefill(HostTensor tokens) {
+            return drift(rows.prefill(tokens));
+        }
+
+        @Override
+        public org.mtporacle.api.TargetOutput verify(HostTensor tokens) {
+            return drift(rows.verify(tokens));
+        }
+
+        @Override
+        public void commit(int[] accepted) {
+            rows.commit(accepted);
+        }
+
+        @Override
+        public org.mtporacle.api.TargetCheckpoint capture(int row) {
+            return rows.capture(row);
+        }
+
+        @Override
+        public boolean isClosed() {
+            return rows.isClosed();
+        }
+
+        @Override
+        public void close() {
+            rows.close();
         }
     }
 

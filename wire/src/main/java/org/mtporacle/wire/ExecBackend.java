@@ -13,6 +13,8 @@ import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
 import org.mtporacle.api.MtpWeights;
+import org.mtporacle.api.LoadedTarget;
+import org.mtporacle.api.TargetModel;
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -196,6 +198,37 @@ public final class ExecBackend implements MtpBackend {
             spare = null;
         }
         return new ExecDraftModel(this, model, options, first);
+    }
+
+    /** True when the engine's handshake claims the {@code target} capability (WIRE.md §4, §5.2). */
+    @Override
+    public boolean supportsTarget() {
+        Hello h = probe();
+        return h != null && h.capabilities().target();
+    }
+
+    /** Loads a hybrid target into the engine ({@code loadTarget}, WIRE.md §5.2). */
+    @Override
+    public LoadedTarget loadTarget(TargetModel model, Map<String, String> options) {
+        Hello h = probe();
+        if (h == null) {
+            throw new MtpException(MtpException.Kind.BACKEND_FAILURE, probeFailure);
+        }
+        if (h.unavailable() != null) {
+            throw new MtpException(MtpException.Kind.UNAVAILABLE, name() + ": the engine cannot run here: "
+                    + h.unavailable());
+        }
+        if (!h.capabilities().target()) {
+            throw new MtpException(MtpException.Kind.UNAVAILABLE, name() + ": " + h.engineName() + " "
+                    + h.engineVersion() + " runs the drafter only (its handshake does not claim the target "
+                    + "capability, WIRE.md §4)");
+        }
+        EngineProcess first;
+        synchronized (this) {
+            first = spare;
+            spare = null;
+        }
+        return new ExecTarget(this, model, options, first);
     }
 
     private static String refuses(Hello h, MtpModel model) {

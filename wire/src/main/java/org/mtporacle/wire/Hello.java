@@ -33,7 +33,7 @@ record Hello(String protocol, String engineName, String engineVersion, String de
     /** The capabilities, with WIRE.md's defaults for what the engine left out. */
     record Capabilities(boolean seededSampling, Set<String> tapDtypes, Set<String> weightDtypes,
                         Map<Integer, Set<Integer>> quantization, Set<String> layouts, int maxRows, int maxDepth,
-                        boolean routerChoices) {
+                        boolean routerChoices, boolean target) {
         /** Null when the engine says it loads {@code dtype} weights quantized as given, else why not. */
         String refuses(String layout, Set<DType> dense, Set<Integer[]> affine) {
             if (!layouts.contains(layout)) {
@@ -111,6 +111,7 @@ record Hello(String protocol, String engineName, String engineVersion, String de
         JsonNode n = c == null || c.isNull() ? none : c;
         JsonNode seeded = n.get("seededSampling");
         JsonNode routed = n.get("routerChoices");
+        JsonNode target = n.get("target");
         Map<Integer, Set<Integer>> quant = new java.util.TreeMap<>();
         JsonNode q = n.get("quantization");
         if (q != null && q.isArray()) {
@@ -127,7 +128,8 @@ record Hello(String protocol, String engineName, String engineVersion, String de
         }
         return new Capabilities(seeded != null && seeded.asBoolean(false), names(n, "tapDtypes", Set.of("F32")),
                 names(n, "weightDtypes", Set.of("BF16", "F32")), quant, names(n, "layouts", Set.of("hf", "companion")),
-                atLeastOne(n, "maxRows"), atLeastOne(n, "maxDepth"), routed != null && routed.asBoolean(false));
+                atLeastOne(n, "maxRows"), atLeastOne(n, "maxDepth"), routed != null && routed.asBoolean(false),
+                target != null && target.asBoolean(false));
     }
 
     /**

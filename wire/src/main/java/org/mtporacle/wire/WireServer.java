@@ -12,6 +12,11 @@ import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
 import org.mtporacle.api.RouterChoices;
 import org.mtporacle.api.RowCheckpoint;
+import org.mtporacle.api.LoadedTarget;
+import org.mtporacle.api.TargetCheckpoint;
+import org.mtporacle.api.TargetModel;
+import org.mtporacle.api.TargetOutput;
+import org.mtporacle.api.TargetRows;
 import org.mtporacle.wire.WireFrame.FramingException;
 
 import java.io.BufferedInputStream;
@@ -39,6 +44,9 @@ public final class WireServer {
     private final PrintStream log;
     private final Map<Integer, DraftModel> models = new HashMap<>();
     private final Map<Integer, DraftRows> groups = new HashMap<>();
+    private final Function<Path, TargetModel> targetLoader;
+    private final Map<Integer, LoadedTarget> targets = new HashMap<>();
+    private final Map<Integer, TargetRows> targetGroups = new HashMap<>();
     private int nextModel = 1;
     private int nextGroup = 1;
 
@@ -48,9 +56,24 @@ public final class WireServer {
      * @param log     the engine's log (stderr)
      */
     public WireServer(MtpBackend backend, Function<Path, MtpModel> loader, PrintStream log) {
+        this(backend, loader, null, log);
+    }
+
+    /**
+     * @param targetLoader reads a target directory ({@code loadTarget}, WIRE.md §5.2), or null to serve the drafter
+     *                     only; the handshake claims the {@code target} capability when it is set and the backend
+     *                     {@linkplain MtpBackend#supportsTarget() supports the target}
+     */
+    public WireServer(MtpBackend backend, Function<Path, MtpModel> loader, Function<Path, TargetModel> targetLoader,
+                      PrintStream log) {
         this.backend = backend;
         this.loader = loader;
+        this.targetLoader = targetLoader;
         this.log = log;
+    }
+
+    private boolean servesTarget() {
+        return targetLoader != null && backend.supportsTarget();
     }
 
     /** Serves until end of input or {@code shutdown}; closes every model and group it opened. */
@@ -92,8 +115,12 @@ public final class WireServer {
         } finally {
             groups.values().forEach(DraftRows::close);
             models.values().forEach(DraftModel::close);
+            targetGroups.values().forEach(TargetRows::close);
+            targets.values().forEach(LoadedTarget::close);
             groups.clear();
             models.clear();
+            targetGroups.clear();
+            targets.clear();
         }
     }
 
@@ -107,6 +134,63 @@ public final class WireServer {
         switch (op) {
             case "hello" -> hello(a, r);
             case "ping", "shutdown" -> {
+            }
+            case "loadTarget" -> {
+                if (!servesTarget()) {
+                    throw new MtpException(MtpException.Kind.UNAVAILABLE, "loadTarget: this engine serves the "
+                            + "drafter only (no target capability, WIRE.md §4)");
+                }
+                TargetModel m = targetLoader.apply(directory(a, op));
+                JsonNode identity = a.get("identity");
+                if (identity != null && identity.isTextual() && !identity.asText().equals(m.identity())) {
+                    log.println("serve-wire: the runner's target identity " + identity.asText() + " differs from "
+                            + m.identity() + " read here; checkpoints carry the runner's (WIRE.md §5.2)");
+                    m = new TargetModel(m.config(), m.weights(), identity.asText(), m.source(), m.layout(),
+                            m.warnings());
+                }
+                LoadedTarget t = backend.loadTarget(m, options(a));
+                targets.put(nextModel, t);
+                r.put("model", nextModel++);
+                r.put("numerics", t.numerics());
+            }
+            case "targetUnload" -> {
+                LoadedTarget t = targets.remove(WireValues.integer(a, "model", op));
+                if (t != null) {
+                    t.close();
+                }
+            }
+            case "targetOpenRows" -> {
+                int handle = WireValues.integer(a, "model", op);
+                LoadedTarget t = targets.get(handle);
+                if (t == null) {
+                    throw MtpException.invalidArgument(op + ": no target with handle " + handle);
+                }
+                TargetRows g = t.openRows(WireValues.readTargetCheckpoints(a.get("checkpoints"), f, "checkpoints"));
+                targetGroups.put(nextGroup, g);
+                r.put("group", nextGroup++);
+            }
+            case "targetAppend" -> targetGroup(a, op).append(WireValues.readTargetCheckpoints(a.get("checkpoints"), f,
+                    "checkpoints"));
+            case "targetFilterRows" -> targetGroup(a, op).filterRows(WireValues.readInts(a.get("keep"), "keep"));
+            case "targetPrefill", "targetVerify" -> {
+                TargetRows g = targetGroup(a, op);
+                HostTensor tokens = f.tensorAt(a.get("tokens"), "tokens");
+                TargetOutput o = op.equals("targetPrefill") ? g.prefill(tokens) : g.verify(tokens);
+                r.set("logits", WireValues.tensor(o.logits(), out));
+                r.set("preNorm", WireValues.tensor(o.preNorm(), out));
+                r.set("postNorm", WireValues.tensor(o.postNorm(), out));
+            }
+            case "targetCommit" -> targetGroup(a, op).commit(WireValues.readInts(a.get("accepted"), "accepted"));
+            case "targetCapture" -> {
+                TargetCheckpoint cp = targetGroup(a, op).capture(WireValues.integer(a, "row", op));
+                r.set("checkpoint", WireValues.targetCheckpoint(cp, out));
+            }
+            case "targetProcessed" -> r.set("processed", WireValues.ints(targetGroup(a, op).processedTokens()));
+            case "targetClose" -> {
+                TargetRows g = targetGroups.get(WireValues.integer(a, "group", op));
+                if (g != null) {
+                    g.close(); // kept: later calls on it fail as the backend says after close
+                }
             }
             case "load" -> {
                 String named = WireValues.text(a, "directory", "load");
@@ -193,6 +277,36 @@ public final class WireServer {
         return r;
     }
 
+    private TargetRows targetGroup(ObjectNode a, String op) throws FramingException {
+        int handle = WireValues.integer(a, "group", op);
+        TargetRows g = targetGroups.get(handle);
+        if (g == null) {
+            throw MtpException.invalidArgument(op + ": no target group with handle " + handle);
+        }
+        return g;
+    }
+
+    private static Path directory(ObjectNode a, String op) throws FramingException {
+        String named = WireValues.text(a, "directory", op);
+        try {
+            return Path.of(named);
+        } catch (java.nio.file.InvalidPathException e) {
+            throw MtpException.invalidArgument(op + ": directory " + org.mtporacle.api.UntrustedText.quote(named)
+                    + " is not a path on this system (" + e.getReason() + ")");
+        }
+    }
+
+    private static Map<String, String> options(ObjectNode a) {
+        Map<String, String> options = new LinkedHashMap<>();
+        JsonNode o = a.get("options");
+        if (o != null && o.isObject()) {
+            for (var e : o.properties()) {
+                options.put(e.getKey(), e.getValue().asText());
+            }
+        }
+        return options;
+    }
+
     private DraftRows group(ObjectNode a, String op) throws FramingException {
         int handle = WireValues.integer(a, "group", op);
         DraftRows g = groups.get(handle);
@@ -242,6 +356,9 @@ public final class WireServer {
         c.put("maxRows", Math.min(caps.maxRows(), 1 << 20));
         c.put("maxDepth", caps.maxDepth());
         c.put("routerChoices", true);
+        if (servesTarget()) {
+            c.put("target", true);
+        }
     }
 
     /** The router choices of the call just made, when the backend's rows report them (WIRE.md §5, spec §12.5). */

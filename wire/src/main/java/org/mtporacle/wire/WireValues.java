@@ -9,6 +9,8 @@ import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.MtpConfig;
 import org.mtporacle.api.RowCheckpoint;
 import org.mtporacle.api.RowSampler;
+import org.mtporacle.api.TargetCheckpoint;
+import org.mtporacle.api.TargetConfig;
 import org.mtporacle.wire.WireFrame.FramingException;
 
 import java.util.ArrayList;
@@ -84,6 +86,50 @@ final class WireValues {
         return o;
     }
 
+    static JsonNode targetCheckpoints(List<TargetCheckpoint> checkpoints, List<HostTensor> tensors) {
+        if (checkpoints == null) {
+            return NODES.nullNode();
+        }
+        ArrayNode a = NODES.arrayNode(checkpoints.size());
+        for (TargetCheckpoint cp : checkpoints) {
+            a.add(targetCheckpoint(cp, tensors));
+        }
+        return a;
+    }
+
+    /** A target checkpoint (WIRE.md §5.3), tensors appended to {@code tensors}; null as JSON null. */
+    static JsonNode targetCheckpoint(TargetCheckpoint cp, List<HostTensor> tensors) {
+        if (cp == null) {
+            return NODES.nullNode();
+        }
+        ObjectNode o = NODES.objectNode();
+        o.put("schema", cp.schema());
+        o.put("processedTokens", cp.processedTokens());
+        o.put("modelIdentity", cp.modelIdentity());
+        o.set("convWindows", tensor(cp.convWindows(), tensors));
+        o.set("recurrentStates", tensor(cp.recurrentStates(), tensors));
+        o.set("keys", tensor(cp.keys(), tensors));
+        o.set("values", tensor(cp.values(), tensors));
+        if (cp.digest() != null) {
+            o.put("digest", cp.digest());
+        }
+        return o;
+    }
+
+    /** The target's shape for {@code loadTarget} (WIRE.md §5.2); an engine may read {@code config.json} instead. */
+    static ObjectNode targetConfig(TargetConfig c) {
+        ObjectNode o = config(c.shape());
+        ArrayNode types = o.putArray("layerTypes");
+        for (TargetConfig.LayerType t : c.layers()) {
+            types.add(t.configName());
+        }
+        TargetConfig.Gdn g = c.gdn();
+        o.putObject("gdn").put("numKeyHeads", g.numKeyHeads()).put("numValueHeads", g.numValueHeads())
+                .put("keyHeadDim", g.keyHeadDim()).put("valueHeadDim", g.valueHeadDim())
+                .put("convKernel", g.convKernel());
+        return o;
+    }
+
     static JsonNode sampling(DraftSampling sampling) {
         if (sampling == null) {
             return NODES.nullNode();
@@ -136,6 +182,39 @@ final class WireValues {
         List<RowCheckpoint> out = new ArrayList<>();
         for (int i = 0; i < n.size(); i++) {
             out.add(readCheckpoint(n.get(i), f, field + "[" + i + "]"));
+        }
+        return out;
+    }
+
+    static TargetCheckpoint readTargetCheckpoint(JsonNode n, WireFrame f, String field) throws FramingException {
+        if (n == null || n.isNull()) {
+            return null;
+        }
+        if (!n.isObject()) {
+            throw new FramingException(field + " is " + n.getNodeType() + ", expected a target checkpoint object");
+        }
+        JsonNode digest = n.get("digest");
+        if (digest != null && !digest.isNull() && !digest.isTextual()) {
+            throw new FramingException(field + ".digest is " + digest.getNodeType() + ", expected a string");
+        }
+        return new TargetCheckpoint(text(n, "schema", field), integer(n, "processedTokens", field),
+                text(n, "modelIdentity", field), f.tensorAt(n.get("convWindows"), field + ".convWindows"),
+                f.tensorAt(n.get("recurrentStates"), field + ".recurrentStates"),
+                f.tensorAt(n.get("keys"), field + ".keys"), f.tensorAt(n.get("values"), field + ".values"),
+                digest == null || digest.isNull() ? null : digest.asText());
+    }
+
+    static List<TargetCheckpoint> readTargetCheckpoints(JsonNode n, WireFrame f, String field)
+            throws FramingException {
+        if (n == null || n.isNull()) {
+            return null;
+        }
+        if (!n.isArray()) {
+            throw new FramingException(field + " is " + n.getNodeType() + ", expected an array");
+        }
+        List<TargetCheckpoint> out = new ArrayList<>();
+        for (int i = 0; i < n.size(); i++) {
+            out.add(readTargetCheckpoint(n.get(i), f, field + "[" + i + "]"));
         }
         return out;
     }

@@ -1,6 +1,7 @@
 package org.mtporacle.wire;
 
 import org.mtporacle.io.ModelLoader;
+import org.mtporacle.io.TargetLoader;
 import org.mtporacle.reference.ReferenceBackend;
 
 import java.io.FileOutputStream;
@@ -15,6 +16,7 @@ public final class ReferenceWireMain {
     public static void main(String[] args) throws Exception {
         PrintStream frames = new PrintStream(new FileOutputStream(FileDescriptor.out), false);
         System.setOut(System.err);
-        new WireServer(new ReferenceBackend(), ModelLoader::load, System.err).serve(System.in, frames);
+        new WireServer(new ReferenceBackend(), ModelLoader::load, TargetLoader::load, System.err)
+                .serve(System.in, frames);
     }
 }

@@ -1,0 +1,194 @@
+// The hybrid target over mtp-oracle-wire/1 (conformance/WIRE.md §5.2-5.3, spec §13): the handler interfaces an engine
+// implements to run its target under `mtp tck` and `mtp conform --target`, the target checkpoint (schema
+// qwen-target-v1) and its content digest, and the dispatch of the target ops. An engine claims
+// `capabilities.target` in hello() and gives its Engine a loadTarget() returning a TargetModel.
+
+import { createHash } from "node:crypto";
+import { MtpError, Tensor, illegalState, invalidArgument } from "./mtp_wire.js";
+
+export const TARGET_SCHEMA = "qwen-target-v1";
+const TARGET_DIGEST_MAGIC = "mtp-oracle-target-checkpoint-digest/1";
+export const TARGET_OPS: readonly string[] = ["loadTarget", "targetUnload", "targetOpenRows", "targetAppend",
+  "targetFilterRows", "targetPrefill", "targetVerify", "targetCommit", "targetCapture", "targetProcessed",
+  "targetClose"];
+
+/** A target checkpoint in a request: exactly what the runner sent (the handler validates, digest last). */
+export interface TargetCheckpoint {
+  schema: unknown;
+  processedTokens: unknown;
+  modelIdentity: unknown;
+  convWindows: Tensor | null | unknown;
+  recurrentStates: Tensor | null | unknown;
+  keys: Tensor | null | unknown;
+  values: Tensor | null | unknown;
+  digest?: unknown;
+}
+
+/** A target checkpoint as a handler captures it (WIRE.md §5.3: F32, the reference's orientation; null for a kind of
+ * layer the target lacks); the server computes `digest` when the handler leaves it out. */
+export interface CapturedTargetCheckpoint {
+  schema: string;
+  processedTokens: number;
+  modelIdentity: string;
+  convWindows: Tensor | null;
+  recurrentStates: Tensor | null;
+  keys: Tensor | null;
+  values: Tensor | null;
+  digest?: string;
+}
+
+/** What targetPrefill and targetVerify return: F32 logits [B, n, V] and both taps [B, L, H]. */
+export interface TargetOutput {
+  logits: Tensor;
+  preNorm: Tensor;
+  postNorm: Tensor;
+}
+
+/** One group of target rows (spec §13.3): validate first in WIRE.md §5.2's order, throw MtpError, leave the rows
+ * unchanged on failure (throw with poisoned = true when that is impossible). */
+export interface TargetRows {
+  processedTokens(): number[];
+  append(checkpoints: unknown): void;
+  filterRows(keep: unknown): void;
+  prefill(tokens: Tensor | null | unknown): TargetOutput;
+  verify(tokens: Tensor | null | unknown): TargetOutput;
+  commit(accepted: unknown): void;
+  capture(row: unknown): CapturedTargetCheckpoint;
+  close(): void;
+}
+
+export interface TargetModel {
+  numerics?: string;
+  openRows(checkpoints: unknown): TargetRows;
+  close?(): void;
+}
+
+export interface LoadTargetArgs {
+  directory: unknown;
+  layout: unknown;
+  identity: unknown;
+  options: Record<string, unknown>;
+  config: Record<string, unknown> | null;
+}
+
+/** WIRE.md §5.3: lowercase hex SHA-256 over the magic, the schema, P (8 bytes), the identity, then the four tensors
+ * (0 when absent, else 1, dtype name, rank (4 bytes), dims (8 bytes each), byte count (8 bytes), bytes); strings are
+ * a 4-byte UTF-8 length and the bytes; integers little-endian. */
+export function targetCheckpointDigest(cp: CapturedTargetCheckpoint): string {
+  const h = createHash("sha256");
+  const enc = new TextEncoder();
+  const u32 = (n: number) => { const b = new Uint8Array(4); new DataView(b.buffer).setUint32(0, n, true); return b; };
+  const i64 = (n: number) => {
+    const b = new Uint8Array(8);
+    new DataView(b.buffer).setBigInt64(0, BigInt(n), true);
+    return b;
+  };
+  const text = (s: string) => { const b = enc.encode(s); h.update(u32(b.length)); h.update(b); };
+  h.update(enc.encode(TARGET_DIGEST_MAGIC));
+  text(cp.schema);
+  h.update(i64(cp.processedTokens));
+  text(cp.modelIdentity);
+  for (const t of [cp.convWindows, cp.recurrentStates, cp.keys, cp.values]) {
+    if (t === null) {
+      h.update(Uint8Array.of(0));
+      continue;
+    }
+    h.update(Uint8Array.of(1));
+    text(t.dtype);
+    h.update(u32(t.shape.length));
+    for (const d of t.shape) h.update(i64(d));
+    h.update(i64(t.data.byteLength));
+    h.update(t.data);
+  }
+  return h.digest("hex");
+}
+
+type Guard = <T>(op: string, group: number | null, fn: () => T) => T;
+
+/** The target ops of one server: its own tables, the server's handle counter, guard and poisoned groups. */
+export class TargetDispatch {
+  private models = new Map<number, TargetModel>();
+  private groups = new Map<number, TargetRows>();
+  private modelOf = new Map<number, number>();
+  private closed = new Set<number>();
+
+  constructor(private engine: { loadTarget?(args: LoadTargetArgs): TargetModel },
+              private handleFor: () => number, private guard: Guard, private poisoned: Map<number, string>) {}
+
+  dispatch(op: string, a: Record<string, unknown>): [Record<string, unknown>, Tensor[]] {
+    switch (op) {
+      case "loadTarget": {
+        const load = this.engine.loadTarget;
+        if (typeof load !== "function") {
+          throw new MtpError("UNAVAILABLE", "loadTarget: this engine runs the drafter only (no target capability, "
+            + "WIRE.md §4)");
+        }
+        const model = this.guard(op, null, () => load.call(this.engine, {
+          directory: a.directory, layout: a.layout, identity: a.identity,
+          options: (a.options ?? {}) as Record<string, unknown>, config: (a.config ?? null) as Record<string, unknown>,
+        }));
+        const m = this.handleFor();
+        this.models.set(m, model);
+        return [model.numerics ? { model: m, numerics: model.numerics } : { model: m }, []];
+      }
+      case "targetUnload": {
+        const model = this.models.get(a.model as number);
+        if (!model) throw invalidArgument(`targetUnload: unknown target ${JSON.stringify(a.model)}`);
+        this.models.delete(a.model as number);
+        this.guard(op, null, () => model.close?.());
+        return [{}, []];
+      }
+      case "targetOpenRows": {
+        const model = this.models.get(a.model as number);
+        if (!model) throw invalidArgument(`targetOpenRows: unknown target ${JSON.stringify(a.model)}`);
+        const rows = this.guard(op, null, () => model.openRows(a.checkpoints));
+        const g = this.handleFor();
+        this.groups.set(g, rows);
+        this.modelOf.set(g, a.model as number);
+        return [{ group: g }, []];
+      }
+      default:
+        break;
+    }
+    const g = a.group as number;
+    const rows = this.groups.get(g);
+    if (!rows) throw invalidArgument(`${op}: unknown target group ${JSON.stringify(a.group)}`);
+    if (!this.closed.has(g) && op !== "targetClose") {
+      if (this.poisoned.has(g)) {
+        throw illegalState(`${op}: the group is poisoned by an earlier failure (${this.poisoned.get(g)}); discard `
+          + "it and open a new one (spec §9.2)");
+      }
+      if (!this.models.has(this.modelOf.get(g) as number) && op !== "targetProcessed") {
+        throw illegalState(`${op}: the target this group was opened from is closed; a group cannot outlive its `
+          + "target (spec §11.11)");
+      }
+    }
+    switch (op) {
+      case "targetAppend": this.guard(op, g, () => rows.append(a.checkpoints)); return [{}, []];
+      case "targetFilterRows": this.guard(op, g, () => rows.filterRows(a.keep)); return [{}, []];
+      case "targetPrefill":
+      case "targetVerify": {
+        const o = this.guard(op, g, () => (op === "targetPrefill" ? rows.prefill(a.tokens) : rows.verify(a.tokens)));
+        return [{ logits: { tensor: 0 }, preNorm: { tensor: 1 }, postNorm: { tensor: 2 } },
+          [o.logits, o.preNorm, o.postNorm]];
+      }
+      case "targetCommit": this.guard(op, g, () => rows.commit(a.accepted)); return [{}, []];
+      case "targetCapture": {
+        const cp = this.guard(op, g, () => rows.capture(a.row));
+        const tensors: Tensor[] = [];
+        const ref = (t: Tensor | null) => (t === null ? null : { tensor: tensors.push(t) - 1 });
+        return [{ checkpoint: { schema: cp.schema, processedTokens: cp.processedTokens,
+          modelIdentity: cp.modelIdentity, convWindows: ref(cp.convWindows),
+          recurrentStates: ref(cp.recurrentStates), keys: ref(cp.keys), values: ref(cp.values),
+          digest: cp.digest ?? targetCheckpointDigest(cp) } }, tensors];
+      }
+      case "targetProcessed":
+        return [{ processed: this.guard(op, g, () => rows.processedTokens()).map(Number) }, []];
+      default: // targetClose
+        this.guard(op, null, () => rows.close());
+        this.poisoned.delete(g);
+        this.closed.add(g);
+        return [{}, []];
+    }
+  }
+}
