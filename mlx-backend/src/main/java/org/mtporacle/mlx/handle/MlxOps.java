@@ -390,6 +390,11 @@ public final class MlxOps {
         return op("mlx_exp", r -> c.mlx_exp(r, a.handle(), s()), a);
     }
 
+    /** {@code ln(1 + a)} elementwise. */
+    public MlxArray log1p(MlxArray a) {
+        return op("mlx_log1p", r -> c.mlx_log1p(r, a.handle(), s()), a);
+    }
+
     public MlxArray negative(MlxArray a) {
         return op("mlx_negative", r -> c.mlx_negative(r, a.handle(), s()), a);
     }
