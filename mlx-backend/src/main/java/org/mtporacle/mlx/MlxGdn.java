@@ -12,7 +12,8 @@ import java.util.List;
 
 /**
  * A Gated DeltaNet decoder layer on MLX (spec §13.2): {@code h = x + GDN(RMSNorm(x)); y = h + MLP(RMSNorm(h))}, for
- * {@code B} rows of {@code S} tokens in one graph. Projections run in the compute dtype ({@code q|k|v}, {@code z},
+ * {@code B} rows of {@code S} tokens in one graph. The residual stream {@code x, h, y} and its norms are f32; the
+ * products run in the compute dtype ({@code q|k|v}, {@code z},
  * {@code b} and {@code a} as one product); the conv, gates, norms and the recurrence in f32:
  * <ol>
  *   <li>{@code u = [window | qkv]} per row ({@code [B, K−1+S, C]}); {@code conv[t] = silu(Σ_j W[:, j] · u[t + j])};</li>
@@ -37,7 +38,7 @@ final class MlxGdn implements AutoCloseable {
     private final int hidden;
     private final int dtype;
     private final float eps;
-    private final MlxArray inNorm, postNorm;  // [H] full gains, compute dtype
+    private final MlxArray inNorm, postNorm;  // [H] full gains, f32 (the residual stream is f32)
     private final MlxStack proj;             // qkv [C], z [Hv·Dv], b [Hv], a [Hv]
     private final MlxArray[] taps;           // K × [C] f32: column j of the conv weight
     private final MlxArray negA, dtBias;     // [Hv] f32: −exp(A_log), dt_bias
@@ -85,9 +86,9 @@ final class MlxGdn implements AutoCloseable {
                          boolean compile, List<AutoCloseable> made) {
         TargetConfig.Gdn g = c.gdn();
         TargetWeights.Gdn m = (TargetWeights.Gdn) w.mixer();
-        MlxArray inNorm = keep(ops, made, ops.fromFloats(w.inputNorm(), w.inputNorm().length), dtype);
+        MlxArray inNorm = keep(ops, made, ops.fromFloats(w.inputNorm(), w.inputNorm().length), MlxC.MLX_FLOAT32);
         MlxArray postNorm = keep(ops, made, ops.fromFloats(w.postAttentionNorm(), w.postAttentionNorm().length),
-                dtype);
+                MlxC.MLX_FLOAT32);
         MlxStack proj = MlxStack.upload(ops, List.of(m.inProjQkv(), m.inProjZ(), m.inProjB(), m.inProjA()), dtype,
                 cpu);
         made.add(proj);
@@ -191,7 +192,7 @@ final class MlxGdn implements AutoCloseable {
         int dv = g.valueHeadDim();
         int k = g.convKernel();
         // 1. projections of RMSNorm(x)
-        List<MlxArray> p = proj.apply(ops, ops.rmsNorm(x, inNorm, eps));
+        List<MlxArray> p = proj.apply(ops, cast(ops, ops.rmsNorm(x, inNorm, eps)));
         // 2. causal conv over [window | qkv], then SiLU, in f32
         MlxArray u = ops.concatenate(List.of(in.get(1), p.get(0)), 1);                // [B, K−1+S, C]
         MlxArray uf = f32(ops, u);
@@ -228,7 +229,7 @@ final class MlxGdn implements AutoCloseable {
         MlxArray gated = ops.multiply(ops.rmsNorm(core, norm, eps), ops.multiply(z, ops.sigmoid(z)));
         MlxArray mixed = out.apply(ops, cast(ops, ops.reshape(gated, b, s, hv * dv)));
         MlxArray h = ops.add(x, mixed);
-        MlxArray y = ops.add(h, mlp.apply(ops, ops.rmsNorm(h, postNorm, eps)));
+        MlxArray y = ops.add(h, mlp.apply(ops, cast(ops, ops.rmsNorm(h, postNorm, eps))));
         List<MlxArray> res = new ArrayList<>(List.of(y, u, r.last()));
         if (every) {
             res.add(r.every());

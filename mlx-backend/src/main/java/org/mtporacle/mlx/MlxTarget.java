@@ -23,7 +23,9 @@ import java.util.function.Function;
 /**
  * A hybrid target loaded into MLX (spec §13): every layer's weights on one device stream in one compute dtype (the
  * weights' own with {@code precision=native}, f32 with {@code precision=f32}); Gated DeltaNet layers ({@link MlxGdn}),
- * gated attention layers ({@link MlxTargetAttention}), the final norm and the head. A forward of {@code B} rows of
+ * gated attention layers ({@link MlxTargetAttention}), the final norm and the head. With {@code precision=native} the
+ * products, attention and caches are in the weights' dtype while the residual stream, every norm, the GDN recurrence
+ * and the head (its weights upcast once at load) are f32: the logits come out in f32. A forward of {@code B} rows of
  * {@code S} tokens is one graph with one host read (logits and both taps together); row state never leaves the device
  * between calls ({@link MlxTargetRows}).
  */
@@ -120,9 +122,12 @@ public final class MlxTarget implements LoadedTarget {
             }
             MlxLinear emb = MlxLinear.upload(ops, w.embedding(), dtype, cpu);
             made.add(emb);
-            MlxLinear head = w.tied() ? emb : MlxLinear.upload(ops, w.head(), dtype, cpu);
+            // the head in f32: bf16 logits of magnitude 32–64 are 0.25 apart, more than a greedy token's allowance
+            MlxLinear head = w.tied() && dtype == MlxC.MLX_FLOAT32 ? emb
+                    : MlxLinear.upload(ops, w.head(), MlxC.MLX_FLOAT32, cpu);
             made.add(head);
-            MlxArray fn = MlxGdn.keep(ops, made, ops.fromFloats(w.finalNorm(), w.finalNorm().length), dtype);
+            MlxArray fn = MlxGdn.keep(ops, made, ops.fromFloats(w.finalNorm(), w.finalNorm().length),
+                    MlxC.MLX_FLOAT32);
             MlxRope rope = new MlxRope(ops, c.shape());
             return new Parts(layers, emb, head, fn, rope);
         } catch (RuntimeException | Error e) {
@@ -146,7 +151,8 @@ public final class MlxTarget implements LoadedTarget {
     public String numerics() {
         return "mlx " + (stream.isGpu() ? "gpu" : "cpu") + " " + stateDType.name().toLowerCase() + " (precision="
                 + precision.name().toLowerCase() + ", MLX " + lib.version() + "; GDN conv, gates, norms and "
-                + "recurrence in f32, recurrent states f32, per-token states kept on the device during a round"
+                + "recurrence, the residual stream, the norms and the head in f32; recurrent states f32, per-token states kept "
+                + "on the device during a round"
                 + (compile ? "; compile=on: dense GDN layers through mlx_compile" : "") + ")";
     }
 
@@ -184,6 +190,7 @@ public final class MlxTarget implements LoadedTarget {
         int b = at.length;
         int h = c.shape().hiddenSize();
         MlxArray x = embedding.gather(ops, ops.fromInts(ids, b, s), dtype);
+        x = x.dtype() == MlxC.MLX_FLOAT32 ? x : ops.astype(x, MlxC.MLX_FLOAT32); // the residual stream is f32
         int nGdn = conv.length;
         int nFull = keys.length;
         MlxArray[] inputs = new MlxArray[nGdn];

@@ -3,6 +3,7 @@ package org.mtporacle.mlx;
 import org.mtporacle.api.MtpConfig;
 import org.mtporacle.api.TargetConfig;
 import org.mtporacle.api.TargetWeights;
+import org.mtporacle.mlx.ffi.MlxC;
 import org.mtporacle.mlx.handle.MlxArray;
 import org.mtporacle.mlx.handle.MlxOps;
 
@@ -13,12 +14,14 @@ import java.util.List;
  * {@code q_proj} per head {@code [query D | gate D]}, q/k RMSNorms (full gains) before partial RoPE, attention over
  * each row's own cache columns {@code [0, P_b + i]}, {@code out ⊙ σ(gate)} before {@code o_proj}; then the MLP. The
  * cache is {@code [B, nKV, capacity, D]} in the compute dtype; row {@code b} is valid in {@code [0, P_b)}, and a
- * forward writes its {@code S} new positions at {@code [P_b, P_b + S)}.
+ * forward writes its {@code S} new positions at {@code [P_b, P_b + S)}. The residual stream and its norms are f32, the
+ * products and attention in the compute dtype.
  */
 final class MlxTargetAttention implements AutoCloseable {
     private final MtpConfig c;
     private final float eps;
-    private final MlxArray inNorm, postNorm, qNorm, kNorm; // full gains, compute dtype
+    private final MlxArray inNorm, postNorm;  // full gains, f32 (the residual stream is f32)
+    private final MlxArray qNorm, kNorm;      // full gains, compute dtype
     private final MlxStack qkv;
     private final MlxLinear o;
     private final MlxTargetMlp mlp;
@@ -45,9 +48,9 @@ final class MlxTargetAttention implements AutoCloseable {
     static MlxTargetAttention upload(MlxOps ops, TargetConfig c, TargetWeights.Layer w, int dtype, boolean cpu,
                                      MlxMoe.Path path, List<AutoCloseable> made) {
         TargetWeights.Attention a = (TargetWeights.Attention) w.mixer();
-        MlxArray in = MlxGdn.keep(ops, made, ops.fromFloats(w.inputNorm(), w.inputNorm().length), dtype);
+        MlxArray in = MlxGdn.keep(ops, made, ops.fromFloats(w.inputNorm(), w.inputNorm().length), MlxC.MLX_FLOAT32);
         MlxArray post = MlxGdn.keep(ops, made, ops.fromFloats(w.postAttentionNorm(), w.postAttentionNorm().length),
-                dtype);
+                MlxC.MLX_FLOAT32);
         MlxArray qn = MlxGdn.keep(ops, made, ops.fromFloats(a.qNorm(), a.qNorm().length), dtype);
         MlxArray kn = MlxGdn.keep(ops, made, ops.fromFloats(a.kNorm(), a.kNorm().length), dtype);
         MlxStack qkv = MlxStack.upload(ops, List.of(a.qProj(), a.kProj(), a.vProj()), dtype, cpu);
@@ -66,7 +69,7 @@ final class MlxTargetAttention implements AutoCloseable {
         int nH = c.numHeads();
         int nKv = c.numKvHeads();
         int d = c.headDim();
-        List<MlxArray> p = qkv.apply(ops, ops.rmsNorm(x, inNorm, eps));
+        List<MlxArray> p = qkv.apply(ops, cast(ops, ops.rmsNorm(x, inNorm, eps)));
         MlxArray qg = ops.reshape(p.get(0), b, s, nH, 2 * d);
         MlxArray query = ops.slice(qg, new int[] {0, 0, 0, 0}, new int[] {b, s, nH, d});
         MlxArray gate = ops.reshape(ops.slice(qg, new int[] {0, 0, 0, d}, new int[] {b, s, nH, 2 * d}), b, s, nH * d);
@@ -116,7 +119,7 @@ final class MlxTargetAttention implements AutoCloseable {
         }
         MlxArray merged = ops.reshape(ops.transpose(attn, 0, 2, 1, 3), b, s, nH * d);
         MlxArray h = ops.add(x, o.apply(ops, ops.multiply(merged, ops.sigmoid(gate))));
-        MlxArray y = ops.add(h, mlp.apply(ops, ops.rmsNorm(h, postNorm, eps)));
+        MlxArray y = ops.add(h, mlp.apply(ops, cast(ops, ops.rmsNorm(h, postNorm, eps))));
         return new Out(y, k2, v2);
     }
 
@@ -132,6 +135,10 @@ final class MlxTargetAttention implements AutoCloseable {
             }
         }
         return ops.fromBools(m, b, 1, s, t);
+    }
+
+    private MlxArray cast(MlxOps ops, MlxArray a) {
+        return a.dtype() == dtype ? a : ops.astype(a, dtype);
     }
 
     @Override

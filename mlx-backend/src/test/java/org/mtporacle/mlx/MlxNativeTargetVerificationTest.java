@@ -1,11 +1,10 @@
 package org.mtporacle.mlx;
 
-import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.target.lockstep.TargetTolerance;
 
 import java.util.Map;
 
-/** The target TCK on MLX CPU, precision=native (bf16 weights and activations), held to the {@code bf16} profile. */
+/** The target TCK on MLX CPU, precision=native (bf16 weights and activations), held to {@link MlxTargetTolerances#NATIVE}. */
 class MlxNativeTargetVerificationTest extends MlxTargetVerification {
     @Override
     protected Map<String, String> options() {
@@ -14,6 +13,6 @@ class MlxNativeTargetVerificationTest extends MlxTargetVerification {
 
     @Override
     protected TargetTolerance tolerance() {
-        return TargetTolerance.of(Tolerance.BF16);
+        return MlxTargetTolerances.NATIVE;
     }
 }

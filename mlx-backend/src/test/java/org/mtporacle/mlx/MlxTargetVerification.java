@@ -28,6 +28,6 @@ abstract class MlxTargetVerification extends TargetBackendVerification {
 
     @Override
     protected int lockstepChains() {
-        return 15;
+        return 8;
     }
 }
