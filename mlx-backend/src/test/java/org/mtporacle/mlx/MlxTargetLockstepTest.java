@@ -40,8 +40,7 @@ class MlxTargetLockstepTest {
         MlxBackend backend = MlxTestSupport.requireMlx();
         int chains = Integer.getInteger("mtp.mlx.targetChains", ciChains);
         TargetFixture fx = TargetFixture.load(fixture, MlxTestSupport.fixtureCache());
-        String device = System.getenv().getOrDefault("MTP_MLX_DEVICE", "cpu");
-        Map<String, String> options = Map.of("precision", precision, "device", device.equals("auto") ? "cpu" : device,
+        Map<String, String> options = Map.of("precision", precision, "device", MlxTargetVerification.device(),
                 "compile", compile);
         TargetTolerance tol = MlxTargetTolerances.named(tolerance);
         long start = System.nanoTime();

@@ -9,7 +9,7 @@ import java.util.Map;
 
 /**
  * The MLX target through the target TCK ({@code MlxF32TargetVerificationTest}, {@code MlxNativeTargetVerificationTest}):
- * precision=f32 against the {@code f32} profile, precision=native (bf16) against {@code bf16}, on MLX's CPU. Skipped,
+ * precision=f32 against the {@code f32} profile, precision=native (bf16) against {@code bf16}, on MLX's CPU (the GPU with {@code MTP_MLX_DEVICE=gpu}). Skipped,
  * with the reason printed, when mlx-c is not found (set {@code MTP_MLX_LIBRARY}).
  */
 abstract class MlxTargetVerification extends TargetBackendVerification {
@@ -26,8 +26,14 @@ abstract class MlxTargetVerification extends TargetBackendVerification {
         return MlxTestSupport.fixtureCache();
     }
 
+    /** Random chains of the TCK's lockstep rule: 8, or {@code -Dmtp.mlx.targetTckChains}. */
     @Override
     protected int lockstepChains() {
-        return 8;
+        return Integer.getInteger("mtp.mlx.targetTckChains", 8);
+    }
+
+    /** The device the checks run on: cpu, or gpu when {@code MTP_MLX_DEVICE=gpu} (scripts/mlx-gpu-check). */
+    static String device() {
+        return "gpu".equals(System.getenv("MTP_MLX_DEVICE")) ? "gpu" : "cpu";
     }
 }

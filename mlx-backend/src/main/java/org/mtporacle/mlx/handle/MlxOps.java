@@ -39,11 +39,11 @@ public final class MlxOps {
         return scope;
     }
 
-    MlxLibrary library() {
+    public MlxLibrary library() {
         return lib;
     }
 
-    MlxStream stream() {
+    public MlxStream stream() {
         return stream;
     }
 
