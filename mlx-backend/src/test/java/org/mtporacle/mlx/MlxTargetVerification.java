@@ -26,10 +26,10 @@ abstract class MlxTargetVerification extends TargetBackendVerification {
         return MlxTestSupport.fixtureCache();
     }
 
-    /** Random chains of the TCK's lockstep rule: 8, or {@code -Dmtp.mlx.targetTckChains}. */
+    /** Random chains of the TCK's lockstep rule: 5, or {@code -Dmtp.mlx.targetTckChains}. */
     @Override
     protected int lockstepChains() {
-        return Integer.getInteger("mtp.mlx.targetTckChains", 8);
+        return Integer.getInteger("mtp.mlx.targetTckChains", 5);
     }
 
     /** The device the checks run on: cpu, or gpu when {@code MTP_MLX_DEVICE=gpu} (scripts/mlx-gpu-check). */
