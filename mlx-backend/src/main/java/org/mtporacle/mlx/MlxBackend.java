@@ -6,6 +6,7 @@ import org.mtporacle.api.MlpWeights;
 import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
+import org.mtporacle.api.TargetModel;
 import org.mtporacle.api.Tolerance;
 import org.mtporacle.mlx.handle.MlxDiscovery;
 import org.mtporacle.mlx.handle.MlxEnvironment;
@@ -106,6 +107,34 @@ public final class MlxBackend implements MtpBackend {
 
     @Override
     public MlxDraftModel load(MtpModel model, Map<String, String> options) {
+        Settings o = settings(options);
+        MlxMoe.Path path = model.weights().mlp() instanceof MlpWeights.Moe m
+                ? MlxMoe.choose(m, o.moe(), o.gpu() && o.lib().hasCuda(), o.lib().version()) : null;
+        return new MlxDraftModel(model, o.lib(), o.gpu(), o.precision(), path, o.compile());
+    }
+
+    /** The hybrid target runs on MLX too (spec §13). */
+    @Override
+    public boolean supportsTarget() {
+        return true;
+    }
+
+    /**
+     * Loads a hybrid target with the drafter's options: {@code precision}, {@code device}, {@code moe} (each MoE
+     * layer's path, as {@link #load}) and {@code compile} (dense Gated DeltaNet layers through {@code mlx_compile}).
+     */
+    @Override
+    public MlxTarget loadTarget(TargetModel model, Map<String, String> options) {
+        Settings o = settings(options);
+        return new MlxTarget(model, o.lib(), o.gpu(), o.precision(), o.moe(), o.compile());
+    }
+
+    /** A load's options, read and checked. */
+    private record Settings(MlxLibrary lib, boolean gpu, MlxDraftModel.Precision precision, MlxMoe.Path moe,
+                            boolean compile) {
+    }
+
+    private Settings settings(Map<String, String> options) {
         for (String key : options.keySet()) {
             if (!OPTIONS.contains(key)) {
                 throw MtpException.invalidArgument("mlx: unknown option '" + key
@@ -149,8 +178,6 @@ public final class MlxBackend implements MtpBackend {
             }
             default -> lib.hasGpu();
         };
-        MlxMoe.Path path = model.weights().mlp() instanceof MlpWeights.Moe m
-                ? MlxMoe.choose(m, moe, gpu && lib.hasCuda(), lib.version()) : null;
-        return new MlxDraftModel(model, lib, gpu, precision, path, compile);
+        return new Settings(lib, gpu, precision, moe, compile);
     }
 }

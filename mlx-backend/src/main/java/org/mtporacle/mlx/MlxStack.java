@@ -45,6 +45,11 @@ final class MlxStack implements AutoCloseable {
         return new MlxStack(List.copyOf(made), widths);
     }
 
+    /** One product already stacked on the device ({@code widths}: each part's output width, in order); owns it. */
+    static MlxStack of(MlxLinear stacked, int... widths) {
+        return new MlxStack(List.of(stacked), widths.clone());
+    }
+
     /** Whether the weights went up as one stacked product (for tests). */
     boolean isStacked() {
         return linears.size() == 1 && widths.length > 1;

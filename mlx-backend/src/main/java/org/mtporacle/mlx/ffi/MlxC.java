@@ -121,6 +121,7 @@ public final class MlxC {
     private final MethodHandle mlxTakeAlongAxis;
     private final MethodHandle mlxCumsum;
     private final MethodHandle mlxExp;
+    private final MethodHandle mlxLog1p;
     private final MethodHandle mlxNegative;
     private final MethodHandle mlxIsinf;
     private final MethodHandle mlxEqual;
@@ -212,6 +213,7 @@ public final class MlxC {
         mlxTakeAlongAxis = h("mlx_take_along_axis", JAVA_INT, ADDRESS, HANDLE, HANDLE, JAVA_INT, HANDLE);
         mlxCumsum = h("mlx_cumsum", JAVA_INT, ADDRESS, HANDLE, JAVA_INT, JAVA_BOOLEAN, JAVA_BOOLEAN, HANDLE);
         mlxExp = h("mlx_exp", JAVA_INT, ADDRESS, HANDLE, HANDLE);
+        mlxLog1p = h("mlx_log1p", JAVA_INT, ADDRESS, HANDLE, HANDLE);
         mlxNegative = h("mlx_negative", JAVA_INT, ADDRESS, HANDLE, HANDLE);
         mlxIsinf = h("mlx_isinf", JAVA_INT, ADDRESS, HANDLE, HANDLE);
         mlxEqual = h("mlx_equal", JAVA_INT, ADDRESS, HANDLE, HANDLE, HANDLE);
@@ -611,6 +613,10 @@ public final class MlxC {
 
     public int mlx_exp(MemorySegment res, MemorySegment a, MemorySegment s) {
         try { return (int) mlxExp.invokeExact(res, a, s); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_log1p(MemorySegment res, MemorySegment a, MemorySegment s) {
+        try { return (int) mlxLog1p.invokeExact(res, a, s); } catch (Throwable t) { throw rethrow(t); }
     }
 
     public int mlx_negative(MemorySegment res, MemorySegment a, MemorySegment s) {

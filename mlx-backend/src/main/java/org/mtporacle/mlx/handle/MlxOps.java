@@ -39,11 +39,11 @@ public final class MlxOps {
         return scope;
     }
 
-    MlxLibrary library() {
+    public MlxLibrary library() {
         return lib;
     }
 
-    MlxStream stream() {
+    public MlxStream stream() {
         return stream;
     }
 
@@ -388,6 +388,11 @@ public final class MlxOps {
     /** MLX's {@code exp} (on the CPU the polynomial written out in conformance/SPEC.md, "Random stream" §5). */
     public MlxArray exp(MlxArray a) {
         return op("mlx_exp", r -> c.mlx_exp(r, a.handle(), s()), a);
+    }
+
+    /** {@code ln(1 + a)} elementwise. */
+    public MlxArray log1p(MlxArray a) {
+        return op("mlx_log1p", r -> c.mlx_log1p(r, a.handle(), s()), a);
     }
 
     public MlxArray negative(MlxArray a) {
