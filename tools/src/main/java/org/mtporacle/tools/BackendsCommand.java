@@ -64,7 +64,7 @@ final class BackendsCommand implements Callable<Integer> {
         List<String> lines = new ArrayList<>();
         StringBuilder line = new StringBuilder();
         for (String w : UntrustedText.line(text).split(" ")) {
-            if (!line.isEmpty() && indent.length() + line.length() + 1 + w.length() > WIDTH) {
+            if (!line.isEmpty() && indent.length() + (lines.isEmpty() ? 0 : 2) + line.length() + 1 + w.length() > WIDTH) {
                 lines.add(line.toString());
                 line.setLength(0);
             }

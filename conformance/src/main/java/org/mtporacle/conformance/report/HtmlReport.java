@@ -270,7 +270,8 @@ public final class HtmlReport {
                 String name = fileName(f.trace());
                 h.append("<p>Trace: ").append(href == null ? "<code>" + esc(name) + "</code> (not a file under the "
                                 + "report folder, so not linked)" : "<a href=\"" + esc(href) + "\">" + esc(name) + "</a>")
-                        .append(" · replay: <code>mtp replay ").append(esc(f.trace())).append("</code></p>");
+                        .append(" · replay: <code>").append(esc(TextReport.replayCommand(g.example().entry(), f.trace())))
+                        .append("</code></p>");
             }
             if (g.size() > 1) {
                 h.append("<p class=\"muted\">The other ").append(g.size() - 1).append(" (chain seeds ")

@@ -143,7 +143,7 @@ public final class TextReport {
                 sb.append("  differs most at: ").append(l(placesText(g.places(), 4))).append('\n');
             }
             if (x.trace() != null) {
-                sb.append("  replay: mtp replay ").append(l(x.trace())).append('\n');
+                sb.append("  replay: ").append(l(replayCommand(g.example().entry(), x.trace()))).append('\n');
             }
         }
         if (groups.size() > FULL_FAILURES) {
@@ -210,7 +210,9 @@ public final class TextReport {
                 ? r.entries().stream().map(ConformReport.Entry::fixture).distinct().toList() : r.plan().fixtures();
         fixtures.forEach(f -> c.append(" --fixture ").append(shellWord(f)));
         String contexts = r.contexts() == null ? "" : r.contexts();
-        if (contexts.startsWith("target")) {
+        if (contexts.startsWith(TARGET_ROWS)) {
+            c.append(" --target");
+        } else if (contexts.startsWith("target")) {
             int tap = contexts.indexOf("(tap ");
             c.append(" --contexts target");
             if (tap >= 0 && contexts.indexOf(')', tap) > tap) {
@@ -218,6 +220,17 @@ public final class TextReport {
             }
         }
         return c.toString();
+    }
+
+    /** How a report of target rows ({@code mtp conform --target}) names its contexts. */
+    private static final String TARGET_ROWS = "target rows";
+
+    /**
+     * The command that replays one failure's trace on the entry's own backend: a trace never chooses what runs, so
+     * the backend is named ({@code --backend}); the trace's options come with it.
+     */
+    public static String replayCommand(ConformReport.Entry entry, String trace) {
+        return "mtp replay --backend " + shellWord(entry.backend()) + " " + shellWord(trace);
     }
 
     /** A word as a POSIX shell reads it back: bare when plain, else in single quotes. */
