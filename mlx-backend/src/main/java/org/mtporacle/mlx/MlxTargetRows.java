@@ -72,7 +72,10 @@ final class MlxTargetRows extends AbstractTargetRows<MlxTargetRows.DeviceRows> {
         int total = b + checkpoints.size();
         int dt = target.dtype();
         int k1 = g.convKernel() - 1;
-        // each restored row's tensors once, all layers: windows to [nGDN, K−1, C] in the compute dtype
+        // each restored row's tensors once, all layers: windows to [nGDN, K−1, C] in the compute dtype, made
+        // row-contiguous: a layer's window of a transposed view is a [1, K−1, C] array with column-major inner axes,
+        // and MLX 0.31.1's CPU take along axis 0 (keepRows after appending into an empty group, where the window is
+        // kept as that view) returns such an array's elements in memory order, i.e. the window transposed
         MlxArray[] cw = new MlxArray[checkpoints.size()];
         MlxArray[] cs = new MlxArray[checkpoints.size()];
         MlxArray[] ck = new MlxArray[checkpoints.size()];
@@ -84,7 +87,7 @@ final class MlxTargetRows extends AbstractTargetRows<MlxTargetRows.DeviceRows> {
                 continue;
             }
             if (nGdn > 0) {
-                cw[i] = cast(ops.transpose(ops.fromHost(cp.convWindows()), 0, 2, 1), dt);
+                cw[i] = ops.contiguous(cast(ops.transpose(ops.fromHost(cp.convWindows()), 0, 2, 1), dt));
                 cs[i] = ops.fromHost(cp.recurrentStates());
             }
             if (nFull > 0) {

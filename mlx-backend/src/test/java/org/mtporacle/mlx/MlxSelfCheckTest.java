@@ -29,10 +29,12 @@ class MlxSelfCheckTest {
     void theBackendReportsTheSettingsItPutIntoTheEnvironment() {
         MlxBackend backend = MlxTestSupport.requireMlx();
         String reason = backend.availability().reason();
-        for (String name : new String[] {"MLX_USE_CUDA_GRAPHS", "MLX_ENABLE_TF32"}) {
-            assertThat(reason).contains(name + "=");
-            if (System.getenv(name) == null) {
-                assertThat(reason).contains(name + "=0 (set by mtp");
+        String[][] settings = {{"MLX_USE_CUDA_GRAPHS", "0"}, {"MLX_ENABLE_TF32", "0"},
+                {"MLX_CUDA_SDPA_CACHE_SIZE", "65536"}};
+        for (String[] s : settings) {
+            assertThat(reason).contains(s[0] + "=");
+            if (System.getenv(s[0]) == null) {
+                assertThat(reason).contains(s[0] + "=" + s[1] + " (set by mtp");
             }
         }
     }

@@ -21,6 +21,11 @@ import java.util.Optional;
  *       (qwen3.5-0.8b draft round, bf16, B = 1: 1.55 ms with graphs, 1.25 ms without; README).</li>
  *   <li>{@code MLX_ENABLE_TF32=0}: MLX's CUDA backend computes f32 matmuls in TF32 by default (10-bit mantissa),
  *       which puts checkpoint NMSE near 1e-7, over the {@code f32} profile's 1e-9. bf16 matmuls are unaffected.</li>
+ *   <li>{@code MLX_CUDA_SDPA_CACHE_SIZE=65536}: MLX 0.31's CUDA backend keeps one cuDNN attention graph per shape in a
+ *       cache of 256 by default and fails the evaluation once it evicts too often ("Cache thrashing is happening,
+ *       please set the environment variable MLX_CUDA_SDPA_CACHE_SIZE to a larger value than 256"): a precision=native
+ *       target campaign on an H200, whose rows and cache lengths vary chain by chain, failed so after about 105
+ *       chains in each of 4 JVMs, and ran 250 chains per JVM with 65536.</li>
  *   <li>{@code MLX_CUDA_USE_CUDNN_SDPA=0}, only where mlx-c could not be loaded into the global namespace (see
  *       {@link #loadGlobally}): MLX 0.31's CUDA backend sends bf16/f16 attention with more than one query and a
  *       head size of at most 128 to cuDNN's fused attention, whose first use then kills the process.</li>
@@ -44,9 +49,12 @@ public final class MlxEnvironment {
             "MLX_USE_CUDA_GRAPHS", new String[] {"0", "CUDA graphs fail every evaluation in MLX 0.31 and slow MLX "
                     + "0.32.1's draft round"},
             "MLX_ENABLE_TF32", new String[] {"0", "f32 matmuls would run in TF32"},
+            "MLX_CUDA_SDPA_CACHE_SIZE", new String[] {"65536", "MLX 0.31's CUDA attention fails evaluations once "
+                    + "its cache of 256 cuDNN graphs (one per shape) thrashes"},
             "MLX_CUDA_USE_CUDNN_SDPA", new String[] {"0", "mlx-c is not in the global namespace, where cuDNN "
                     + "looks up its own symbols: its fused attention would crash the process"});
-    private static final List<String> ORDER = List.of("MLX_USE_CUDA_GRAPHS", "MLX_ENABLE_TF32");
+    private static final List<String> ORDER = List.of("MLX_USE_CUDA_GRAPHS", "MLX_ENABLE_TF32",
+            "MLX_CUDA_SDPA_CACHE_SIZE");
     private static final String LOCAL_ONLY = "MLX_CUDA_USE_CUDNN_SDPA";
 
     private MlxEnvironment() {
