@@ -157,7 +157,9 @@ public final class Judge {
             gaps.add(gap, true);
         }
         double allowance = tolerance.tokenGap();
-        if (gap <= allowance) {
+        // a profile with no token gap (exact) accepts no other token, not even an exact tie of gap 0: a backend held to
+        // the reference's bits computes the same log-probs, so a different token there is a tie broken the other way
+        if (gap <= allowance && allowance > 0) {
             nearTies++;
             maxNearTieGap = Math.max(maxNearTieGap, gap);
             nearTieBins[allowance > 0 ? Math.min(NEAR_TIE_BINS - 1, (int) (gap / allowance * NEAR_TIE_BINS)) : 0]++;
@@ -167,8 +169,12 @@ public final class Judge {
         return new Divergence(Kind.DRAFT_TOKEN, -1, null, row, pos, new TokenEvidence(expected, actual,
                 lp[off + expected], lp[off + actual], gap, allowance, sampler.isGreedy(), sampler.toString(), step),
                 String.format(Locale.ROOT, "row %d position %d: %s %d, %s %d (reference log-probs %.5f vs %.5f, gap "
-                                + "%.3g > %.3g %s, %s)", row, pos, actualLabel, actual, expectedLabel, expected,
-                        lp[off + actual], lp[off + expected], gap, allowance, tolerance.name(), mode));
+                                + "%.3g %s, %s)%s", row, pos, actualLabel, actual, expectedLabel, expected,
+                        lp[off + actual], lp[off + expected], gap, allowance > 0
+                                ? String.format(Locale.ROOT, "> %.3g %s", allowance, tolerance.name())
+                                : "and " + tolerance.name() + " allows no near-tie", mode,
+                        gap == 0 && sampler.isGreedy() ? ": an exact tie broken toward another token; spec §7: greedy "
+                                + "argmax takes the lowest index on ties" : ""));
     }
 
     /** A recorded log-prob of {@code token} against the reference's, within the token gap (or equal). */

@@ -54,8 +54,17 @@ class JudgeTest {
     @Test
     void theExactProfileAllowsNoDifferentTokenEvenAnExactTie() {
         float[] lp = {-1f, -1f, -2f, -3f};
-        assertThat(judge(Tolerance.EXACT).token(0, 0, lp, 0, 0, 1, GREEDY, 0, "a", "b")).isNull(); // gap 0 <= 0
-        assertThat(judge(Tolerance.EXACT).token(0, 0, lp, 0, 0, 2, GREEDY, 0, "a", "b")).isNotNull();
+        // tokens 0 and 1 tie; the reference takes the lowest index (spec §7), a backend held to its bits must too
+        Divergence tie = judge(Tolerance.EXACT).token(0, 0, lp, 0, 0, 1, GREEDY, 0, "a", "b");
+        assertThat(tie).isNotNull();
+        assertThat(tie.kind()).isEqualTo(Kind.DRAFT_TOKEN);
+        assertThat(tie.message()).contains("gap 0.00 and exact allows no near-tie").contains("lowest index on ties");
+        assertThat(judge(Tolerance.EXACT).token(0, 0, lp, 0, 0, 2, GREEDY, 0, "a", "b").message())
+                .contains("gap 1.00 and exact allows no near-tie").doesNotContain("lowest index");
+        // a looser profile still accepts the tie as a near-tie of gap 0
+        Judge f32 = judge(Tolerance.F32);
+        assertThat(f32.token(0, 0, lp, 0, 0, 1, GREEDY, 0, "a", "b")).isNull();
+        assertThat(f32.counts().nearTies()).isEqualTo(1);
     }
 
     @Test
