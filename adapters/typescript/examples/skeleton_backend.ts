@@ -1,34 +1,34 @@
-// The fake block (fake_block.ts: the engine's maths) on the SDK's row skeleton: this file is the whole adapter.
+// The MTP block (mtp_block.ts, mtp_sampling.ts: the engine's maths) on the SDK's row skeleton: the whole adapter.
 //   ./mtp tck --backend exec:'node adapters/typescript/dist/examples/skeleton_backend.js'
 import { RowShape, RowsSkeleton, type RowSampler, type RowState, serveRows } from "../src/index.js";
-import { FakeBlock, RowKv } from "./fake_block.js";
+import { MtpBlock, RowKv } from "./mtp_block.js";
+import { sampleRow } from "./mtp_sampling.js";
 
 type Row = { kv: RowKv; hidden: Float64Array | null };   // storage: an array of one KV and retained hidden per row
-type Out = Float64Array | null;
-class FakeRows extends RowsSkeleton<Row[]> {
-  constructor(private s: RowShape, private block = new FakeBlock(s)) { super(s, []); }
+class MtpRows extends RowsSkeleton<Row[]> {
+  constructor(s: RowShape, private m: MtpBlock) { super(s, []); }
   protected appendRows(state: Row[], restored: (RowState | null)[]) {   // a RowState per restored row, null if cold
-    return state.concat(restored.map((r) => ({ kv: RowKv.restore(r?.keys ?? null, r?.values ?? null, this.s),
-      hidden: r?.hidden ?? null })));
+    return state.concat(restored.map((r) => ({ kv: this.m.newKv(r?.keys, r?.values), hidden: r?.hidden ?? null })));
   }
   protected forward(state: Row[], at: number[], rows: boolean[] | null, ids: number[][], hin: Float64Array[] | null) {
-    const h = this.s.hidden, x = (b: number, i: number) => (hin ? hin[b].subarray(i * h, i * h + h) : state[b].hidden!);
-    return [state, state.map((row, b): Out => {
+    const h = this.shape.hidden;
+    return [state, state.map(({ kv, hidden }, b) => {   // K/V at at[b] on: past the published length, which nothing reads
       if (rows && !rows[b]) return null;
-      row.kv.length = at[b];   // K/V at at[b] on: past the published length, which nothing reads
-      const out = new Float64Array(ids[b].length * h);
-      ids[b].forEach((t, i) => out.set(this.block.forward(row.kv, t, x(b, i)), i * h));
-      return out;
-    })] as [Row[], Out[]];
+      kv.length = at[b];
+      return this.m.forward(kv, ids[b], (i) => (hin ? hin[b].subarray(i * h, i * h + h) : hidden!),
+        (position, experts) => this.router.push({ row: b, position, experts }));
+    })] as [Row[], (Float64Array | null)[]];
   }
   protected retain(state: Row[], hidden: Float64Array[]) { return state.map((r, b) => ({ ...r, hidden: hidden[b] })); }
-  protected sample(_row: number, y: Float64Array, _s: RowSampler) { return this.block.argmax(y); }
+  protected sample(_row: number, y: Float64Array, s: RowSampler, step: bigint) { return sampleRow(this.m.logProbs(y), s, step); }
   protected export(state: Row[], row: number, length: number) {
     const { kv, hidden } = state[row];
     kv.length = length;
-    return { keys: kv.export("keys", this.s), values: kv.export("values", this.s), hidden: hidden! };
+    return { keys: kv.export("keys"), values: kv.export("values"), hidden: hidden! };
   }
 }
 
-serveRows({ name: "ts-fake-block-skeleton", version: "1.0", numerics: "fake block (spec §1.9 seam), float64",
-  load: (a) => RowShape.of(a.config, a.identity), rows: (shape: RowShape) => new FakeRows(shape) });
+serveRows({ name: "ts-mtp-block-skeleton", version: "1.0", numerics: "MTP block in float64, router and sampler in float32 (spec §1, §7, §12)",
+  load: (a) => ({ block: MtpBlock.load(a.directory), shape: RowShape.of(a.config, a.identity) }),
+  rows: (m) => new MtpRows(m.shape, m.block), capabilities: { seededSampling: true, routerChoices: true, weightDtypes: ["F32", "F16", "BF16"],
+    quantization: [2, 3, 4, 5, 6, 8].map((bits) => ({ bits, groupSizes: [32, 64, 128] })) } });

@@ -11,6 +11,7 @@ declare const process: {
   exit(code: number): never;
 };
 declare class TextDecoder {
+  constructor(label?: string, options?: { fatal?: boolean });
   decode(bytes: Uint8Array): string;
 }
 declare class TextEncoder {

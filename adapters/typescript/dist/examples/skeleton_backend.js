@@ -1,37 +1,35 @@
-// The fake block (fake_block.ts: the engine's maths) on the SDK's row skeleton: this file is the whole adapter.
+// The MTP block (mtp_block.ts, mtp_sampling.ts: the engine's maths) on the SDK's row skeleton: the whole adapter.
 //   ./mtp tck --backend exec:'node adapters/typescript/dist/examples/skeleton_backend.js'
 import { RowShape, RowsSkeleton, serveRows } from "../src/index.js";
-import { FakeBlock, RowKv } from "./fake_block.js";
-class FakeRows extends RowsSkeleton {
-    s;
-    block;
-    constructor(s, block = new FakeBlock(s)) {
+import { MtpBlock } from "./mtp_block.js";
+import { sampleRow } from "./mtp_sampling.js";
+class MtpRows extends RowsSkeleton {
+    m;
+    constructor(s, m) {
         super(s, []);
-        this.s = s;
-        this.block = block;
+        this.m = m;
     }
     appendRows(state, restored) {
-        return state.concat(restored.map((r) => ({ kv: RowKv.restore(r?.keys ?? null, r?.values ?? null, this.s),
-            hidden: r?.hidden ?? null })));
+        return state.concat(restored.map((r) => ({ kv: this.m.newKv(r?.keys, r?.values), hidden: r?.hidden ?? null })));
     }
     forward(state, at, rows, ids, hin) {
-        const h = this.s.hidden, x = (b, i) => (hin ? hin[b].subarray(i * h, i * h + h) : state[b].hidden);
-        return [state, state.map((row, b) => {
+        const h = this.shape.hidden;
+        return [state, state.map(({ kv, hidden }, b) => {
                 if (rows && !rows[b])
                     return null;
-                row.kv.length = at[b]; // K/V at at[b] on: past the published length, which nothing reads
-                const out = new Float64Array(ids[b].length * h);
-                ids[b].forEach((t, i) => out.set(this.block.forward(row.kv, t, x(b, i)), i * h));
-                return out;
+                kv.length = at[b];
+                return this.m.forward(kv, ids[b], (i) => (hin ? hin[b].subarray(i * h, i * h + h) : hidden), (position, experts) => this.router.push({ row: b, position, experts }));
             })];
     }
     retain(state, hidden) { return state.map((r, b) => ({ ...r, hidden: hidden[b] })); }
-    sample(_row, y, _s) { return this.block.argmax(y); }
+    sample(_row, y, s, step) { return sampleRow(this.m.logProbs(y), s, step); }
     export(state, row, length) {
         const { kv, hidden } = state[row];
         kv.length = length;
-        return { keys: kv.export("keys", this.s), values: kv.export("values", this.s), hidden: hidden };
+        return { keys: kv.export("keys"), values: kv.export("values"), hidden: hidden };
     }
 }
-serveRows({ name: "ts-fake-block-skeleton", version: "1.0", numerics: "fake block (spec §1.9 seam), float64",
-    load: (a) => RowShape.of(a.config, a.identity), rows: (shape) => new FakeRows(shape) });
+serveRows({ name: "ts-mtp-block-skeleton", version: "1.0", numerics: "MTP block in float64, router and sampler in float32 (spec §1, §7, §12)",
+    load: (a) => ({ block: MtpBlock.load(a.directory), shape: RowShape.of(a.config, a.identity) }),
+    rows: (m) => new MtpRows(m.shape, m.block), capabilities: { seededSampling: true, routerChoices: true, weightDtypes: ["F32", "F16", "BF16"],
+        quantization: [2, 3, 4, 5, 6, 8].map((bits) => ({ bits, groupSizes: [32, 64, 128] })) } });
