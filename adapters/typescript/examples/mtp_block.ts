@@ -112,12 +112,11 @@ export class MtpBlock {
     }
   }
 
-  /** §1.4 for one row: ids [S], hin(i) the input hidden [H] of position i; appends S positions to `kv` and returns
-   * Y [S·H]. */
-  forward(kv: RowKv, ids: number[], hin: (i: number) => Float64Array, route?: RouteSink): Float64Array {
+  /** §1.4 for one row: ids [S], hin [S·H] the input hiddens; appends S positions to `kv` and returns Y [S·H]. */
+  forward(kv: RowKv, ids: number[], hin: Float64Array, route?: RouteSink): Float64Array {
     const h = this.c.hidden;
     const y = new Float64Array(ids.length * h);
-    ids.forEach((id, i) => y.set(this.position(kv, id, hin(i), route), i * h));
+    ids.forEach((id, i) => y.set(this.position(kv, id, hin.subarray(i * h, (i + 1) * h), route), i * h));
     return y;
   }
 

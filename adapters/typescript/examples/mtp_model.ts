@@ -143,7 +143,7 @@ export function floats(t: StoredTensor, name: string): Float64Array {
 
 /** w[o, i] = scales[o, i / group] · q[o, i] + biases[o, i / group]; codes of `bits` bits form a little-endian bit
  * stream per row of little-endian uint32 words. */
-function dequantize(path: string, weight: StoredTensor, scales: StoredTensor, biases: StoredTensor | undefined,
+export function dequantize(path: string, weight: StoredTensor, scales: StoredTensor, biases: StoredTensor | undefined,
                     quant: Quant): Linear {
   const spec = quant.spec(path);
   if (spec === null) throw incompatible(`load: linear '${path}' is quantized but has no quant spec (spec §2)`);

@@ -44,6 +44,7 @@ const pow2Bits = new Uint32Array(pow2.buffer);
 /** MLX's CPU float32 exp (SPEC.md §5): 2^k · p(f) with k = round(x·log2 e); the polynomial's fma is one double
  * multiply-add rounded to f32, exact as numpy's reference does it (p·f is exact in double). */
 export function mlxExp(x: number): number {
+  x = f(x);   // a float32 input
   if (Number.isNaN(x)) return NaN;
   if (x > 88) return Infinity;
   if (x < -88) return 0;

@@ -11,12 +11,10 @@ class MtpRows extends RowsSkeleton<Row[]> {
     return state.concat(restored.map((r) => ({ kv: this.m.newKv(r?.keys, r?.values), hidden: r?.hidden ?? null })));
   }
   protected forward(state: Row[], at: number[], rows: boolean[] | null, ids: number[][], hin: Float64Array[] | null) {
-    const h = this.shape.hidden;
-    return [state, state.map(({ kv, hidden }, b) => {   // K/V at at[b] on: past the published length, which nothing reads
+    return [state, state.map(({ kv, hidden }, b) => {   // K/V at at[b] on: past the published length, never read
       if (rows && !rows[b]) return null;
       kv.length = at[b];
-      return this.m.forward(kv, ids[b], (i) => (hin ? hin[b].subarray(i * h, i * h + h) : hidden!),
-        (position, experts) => this.router.push({ row: b, position, experts }));
+      return this.m.forward(kv, ids[b], hin ? hin[b] : hidden!, (p, e) => this.router.push({ row: b, position: p, experts: e }));
     })] as [Row[], (Float64Array | null)[]];
   }
   protected retain(state: Row[], hidden: Float64Array[]) { return state.map((r, b) => ({ ...r, hidden: hidden[b] })); }
@@ -28,7 +26,7 @@ class MtpRows extends RowsSkeleton<Row[]> {
   }
 }
 
-serveRows({ name: "ts-mtp-block-skeleton", version: "1.0", numerics: "MTP block in float64, router and sampler in float32 (spec §1, §7, §12)",
+serveRows({ name: "ts-mtp-block-skeleton", version: "1.0", numerics: "float64 block, float32 router and sampler",
   load: (a) => ({ block: MtpBlock.load(a.directory), shape: RowShape.of(a.config, a.identity) }),
-  rows: (m) => new MtpRows(m.shape, m.block), capabilities: { seededSampling: true, routerChoices: true, weightDtypes: ["F32", "F16", "BF16"],
-    quantization: [2, 3, 4, 5, 6, 8].map((bits) => ({ bits, groupSizes: [32, 64, 128] })) } });
+  rows: (m) => new MtpRows(m.shape, m.block), capabilities: { seededSampling: true, routerChoices: true,
+    weightDtypes: ["F32", "F16", "BF16"], quantization: [2, 3, 4, 5, 6, 8].map((bits) => ({ bits, groupSizes: [32, 64, 128] })) } });

@@ -18,7 +18,8 @@ const pkg = path.join(here, "..");
 const H = 8, NKV = 2, D = 4, V = 32;
 const GREEDY = { temperature: 0, topK: 0, topP: 1, seed: 0n };
 
-/** The fake block on the skeleton, as examples/skeleton_backend.ts has it, with a fault hook. */
+/** The fake block (examples/fake_block.ts) on the skeleton, storage as examples/skeleton_backend.ts keeps it, with a
+ * fault hook. */
 class Rows extends RowsSkeleton {
   constructor() { super(new RowShape("id-1", V, H, NKV, D), []); this.block = new FakeBlock(this.shape); this.failAt = null; }
   appendRows(state, restored) {
@@ -154,7 +155,7 @@ function readmeBlock(lang, first) {
 }
 
 test("the README's adapter is examples/skeleton_backend.ts", () => {
-  assert.equal(readmeBlock("ts", "// The fake block (fake_block.ts"), readFileSync(path.join(pkg, "examples", "skeleton_backend.ts"), "utf8"));
+  assert.equal(readmeBlock("ts", "// The MTP block (mtp_block.ts"), readFileSync(path.join(pkg, "examples", "skeleton_backend.ts"), "utf8"));
 });
 
 test("the README's my_engine.mjs, with mtp-wire installed the npm way, passes the lifecycle suite over a pipe",

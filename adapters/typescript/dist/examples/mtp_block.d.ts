@@ -30,9 +30,8 @@ export declare class MtpBlock {
     newKv(keys?: Float64Array | null, values?: Float64Array | null): RowKv;
     /** §1.5 step 5: rotate_half pairs (f, f + R/2) of the first R dims of x[at, at + D), in place. */
     private rope;
-    /** §1.4 for one row: ids [S], hin(i) the input hidden [H] of position i; appends S positions to `kv` and returns
-     * Y [S·H]. */
-    forward(kv: RowKv, ids: number[], hin: (i: number) => Float64Array, route?: RouteSink): Float64Array;
+    /** §1.4 for one row: ids [S], hin [S·H] the input hiddens; appends S positions to `kv` and returns Y [S·H]. */
+    forward(kv: RowKv, ids: number[], hin: Float64Array, route?: RouteSink): Float64Array;
     private position;
     /** §12.3 for one row n [H]: the float32 router, top-k with the lower index first on ties, the chosen experts in
      * slot order, the shared expert and its sigmoid gate. */

@@ -105,12 +105,11 @@ export class MtpBlock {
             x[at + f + half] = a * sin + b * cos;
         }
     }
-    /** §1.4 for one row: ids [S], hin(i) the input hidden [H] of position i; appends S positions to `kv` and returns
-     * Y [S·H]. */
+    /** §1.4 for one row: ids [S], hin [S·H] the input hiddens; appends S positions to `kv` and returns Y [S·H]. */
     forward(kv, ids, hin, route) {
         const h = this.c.hidden;
         const y = new Float64Array(ids.length * h);
-        ids.forEach((id, i) => y.set(this.position(kv, id, hin(i), route), i * h));
+        ids.forEach((id, i) => y.set(this.position(kv, id, hin.subarray(i * h, (i + 1) * h), route), i * h));
         return y;
     }
     position(kv, id, hin, route) {

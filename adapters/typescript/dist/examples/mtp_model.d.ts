@@ -38,6 +38,9 @@ export declare class Config {
 }
 /** A float tensor's elements widened exactly to float64 (F64, F32, F16, BF16). */
 export declare function floats(t: StoredTensor, name: string): Float64Array;
+/** w[o, i] = scales[o, i / group] · q[o, i] + biases[o, i / group]; codes of `bits` bits form a little-endian bit
+ * stream per row of little-endian uint32 words. */
+export declare function dequantize(path: string, weight: StoredTensor, scales: StoredTensor, biases: StoredTensor | undefined, quant: Quant): Linear;
 export interface MoeWeights {
     layout: string;
     router: Linear;

@@ -128,7 +128,7 @@ export function floats(t, name) {
 }
 /** w[o, i] = scales[o, i / group] · q[o, i] + biases[o, i / group]; codes of `bits` bits form a little-endian bit
  * stream per row of little-endian uint32 words. */
-function dequantize(path, weight, scales, biases, quant) {
+export function dequantize(path, weight, scales, biases, quant) {
     const spec = quant.spec(path);
     if (spec === null)
         throw incompatible(`load: linear '${path}' is quantized but has no quant spec (spec §2)`);
