@@ -65,6 +65,9 @@ function readOpen(path: string, fd: number): Map<string, StoredTensor> {
   const entries: [string, string, number[], number, number][] = [];
   for (const [name, info] of Object.entries(header as Record<string, unknown>)) {
     if (name === "__metadata__") continue;
+    if (name.length > 1024 || /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(name)) {   // names reach one-line messages
+      throw malformed(`load: ${path} has a tensor name ${JSON.stringify(name.slice(0, 64))}… that is longer than 1024 characters or holds a control character`);
+    }
     const { dtype, shape, data_offsets: offsets } = (info ?? {}) as Record<string, unknown>;
     const ints = (a: unknown): a is number[] => Array.isArray(a) && a.every((x) => Number.isSafeInteger(x) && x >= 0);
     if (typeof dtype !== "string" || !ints(shape) || !ints(offsets) || offsets.length !== 2) {

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import path from "node:path";
 import { argmax, mlxExp, sampleRow, threefry2x32 } from "../dist/examples/mtp_sampling.js";
 import { readSafetensors } from "../dist/examples/safetensors.js";
-import { Quant, dequantize } from "../dist/examples/mtp_model.js";
+import { Quant, dequantize, loadModel } from "../dist/examples/mtp_model.js";
 
 test("threefry2x32 gives Random123's known answers", () => {
   const hex = (a) => a.map((x) => x.toString(16).padStart(8, "0")).join(" ");
@@ -123,6 +123,7 @@ test("safetensors: a well-formed file reads; every hostile one is one MALFORMED_
       "an unknown dtype": safetensors({ a: { dtype: "F8_E4M3", shape: [16], data_offsets: [0, 16] } }, data),
       "a negative offset": safetensors({ a: { dtype: "F32", shape: [1], data_offsets: [-4, 0] } }, data),
       "too short": new Uint8Array(5),
+      "a name that would split the message": safetensors({ "a\nb": { dtype: "F32", shape: [1], data_offsets: [0, 4] } }, data),
     };
     for (const [what, bytes] of Object.entries(bad)) {
       const p = file("bad.safetensors", bytes);
@@ -130,6 +131,27 @@ test("safetensors: a well-formed file reads; every hostile one is one MALFORMED_
         && e.message.startsWith(`load: ${p}`), what);
     }
     assert.throws(() => readSafetensors(path.join(dir, "absent.safetensors")), (e) => e.kind === "MALFORMED_FILE");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a directory that is not a model is INCOMPATIBLE_MODEL, a broken config.json MALFORMED_FILE, in one line", () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "mtp-model-"));
+  const refused = (kind, pattern) => (e) => e.kind === kind && !e.message.includes("\n") && pattern.test(e.message);
+  try {
+    assert.throws(() => loadModel(path.join(dir, "absent")), refused("INCOMPATIBLE_MODEL", /is not a directory$/));
+    assert.throws(() => loadModel(dir), refused("INCOMPATIBLE_MODEL", /^load: missing config\.json/));
+    writeFileSync(path.join(dir, "config.json"), "{\"hidden_size\": ");
+    assert.throws(() => loadModel(dir), refused("MALFORMED_FILE", /is not valid JSON/));
+    writeFileSync(path.join(dir, "config.json"), JSON.stringify({ model_type: "qwen3_5_mtp", hidden_size: 64 }));
+    assert.throws(() => loadModel(dir), refused("INCOMPATIBLE_MODEL", /no numeric 'num_attention_heads'/));
+    writeFileSync(path.join(dir, "config.json"), JSON.stringify({ model_type: "qwen3_5_mtp", hidden_size: 64,
+      num_attention_heads: 4, num_key_value_heads: 3, rms_norm_eps: 1e-6 }));
+    assert.throws(() => loadModel(dir), refused("INCOMPATIBLE_MODEL", /num_key_value_heads = 3 must divide/));
+    writeFileSync(path.join(dir, "config.json"), JSON.stringify({ model_type: "qwen3_5", hidden_size: 64,
+      num_attention_heads: 4, num_key_value_heads: 2, rms_norm_eps: 1e-6 }));
+    assert.throws(() => loadModel(dir), refused("INCOMPATIBLE_MODEL", /no mtp\.\* tensors .*cannot determine the layout/));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

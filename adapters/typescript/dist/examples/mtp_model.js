@@ -6,6 +6,8 @@ import { closeSync, fstatSync, openSync, readdirSync, readSync, statSync } from 
 import { MtpError, Tensor } from "../src/mtp_wire.js";
 import { readSafetensors, malformed } from "./safetensors.js";
 const incompatible = (m) => new MtpError("INCOMPATIBLE_MODEL", m);
+/** A value from a file, for a one-line message: JSON-escaped and clipped. */
+const shown = (v) => String(JSON.stringify(v)).slice(0, 40);
 export const NORMS = ["pre_fc_norm_embedding", "pre_fc_norm_hidden", "layers.0.input_layernorm",
     "layers.0.self_attn.q_norm", "layers.0.self_attn.k_norm", "layers.0.post_attention_layernorm", "norm"];
 const ATTENTION = ["fc", "layers.0.self_attn.q_proj", "layers.0.self_attn.k_proj", "layers.0.self_attn.v_proj",
@@ -74,7 +76,7 @@ export class Config {
         };
         const count = (key, v) => {
             if (!Number.isSafeInteger(v) || v <= 0 || v > 2 ** 24) {
-                throw incompatible(`load: config '${key}' = ${String(v).slice(0, 32)}, expected an integer in [1, 2^24] (spec §1.3)`);
+                throw incompatible(`load: config '${key}' = ${shown(v)}, expected an integer in [1, 2^24] (spec §1.3)`);
             }
             return v;
         };
@@ -104,7 +106,7 @@ export class Config {
         this.sharedWidth = optional("shared_expert_intermediate_size");
         const ntp = text.norm_topk_prob ?? true;
         if (typeof ntp !== "boolean")
-            throw incompatible(`load: config 'norm_topk_prob' = ${String(ntp).slice(0, 32)}, expected true or false (spec §12.1)`);
+            throw incompatible(`load: config 'norm_topk_prob' = ${shown(ntp)}, expected true or false (spec §12.1)`);
         this.normTopkProb = ntp;
     }
 }
@@ -134,7 +136,7 @@ export function dequantize(path, weight, scales, biases, quant) {
         throw incompatible(`load: linear '${path}' is quantized but has no quant spec (spec §2)`);
     const { bits, group, mode } = spec;
     if (mode !== "affine" || ![2, 3, 4, 5, 6, 8].includes(bits) || ![32, 64, 128].includes(group)) {
-        throw incompatible(`load: linear '${path}' quantization bits ${bits} group ${group} mode ${String(mode).slice(0, 16)} `
+        throw incompatible(`load: linear '${path}' quantization bits ${bits} group ${group} mode ${shown(mode)} `
             + "unsupported (spec §2: affine, bits 2/3/4/5/6/8, groups 32/64/128)");
     }
     const s = floats(scales, path + ".scales");
@@ -176,7 +178,7 @@ function linear(t, path, quant, where) {
 }
 /** Slice e of a stacked [E, out, ·] tensor. */
 function slice(t, e) {
-    const per = t.bytes.byteLength / t.shape[0];
+    const per = t.bytes.byteLength / t.shape[0]; // shape[0] > e ≥ 0
     return { dtype: t.dtype, shape: t.shape.slice(1), bytes: t.bytes.subarray(e * per, (e + 1) * per) };
 }
 function moeWeights(t, quant, where) {
@@ -249,7 +251,9 @@ function moeWeights(t, quant, where) {
             }
         }
     }
-    const [e, i, h] = [m.gate.length, m.gate[0]?.out ?? 0, m.gate[0]?.in ?? 0];
+    if (m.gate.length === 0)
+        throw incompatible(`load: the ${layout} MoE layer of ${where} holds no experts (spec §12.2)`);
+    const [e, i, h] = [m.gate.length, m.gate[0].out, m.gate[0].in];
     const shapes = [["gate_proj", m.gate, i, h], ["up_proj", m.up, i, h], ["down_proj", m.down, h, i]];
     for (const [name, list, out, inn] of shapes) {
         const bad = list.findIndex((l) => l.out !== out || l.in !== inn);
@@ -373,7 +377,7 @@ export function loadModel(directory) {
             mtp.set(n.slice(4), t);
     }
     if (!companion && mtp.size === 0) {
-        throw incompatible(`load: ${directory} has no mtp.* tensors and config model_type is ${JSON.stringify(raw.model_type ?? null).slice(0, 40)}, `
+        throw incompatible(`load: ${directory} has no mtp.* tensors and config model_type is ${shown(raw.model_type ?? null)}, `
             + "not 'qwen3_5_mtp': cannot determine the layout (spec §11.4)");
     }
     const norms = {};
@@ -423,7 +427,7 @@ function checkShapes(cfg, w) {
             throw incompatible(`load: tensor '${name}' element ${bad} is ${data[bad]}, not finite`);
     }
     if (cfg.vocab !== undefined && cfg.vocab !== null && Number(cfg.vocab) !== v) {
-        throw incompatible(`load: embedding has ${v} rows, expected vocab_size = ${String(cfg.vocab).slice(0, 32)} from config (spec §1.7)`);
+        throw incompatible(`load: embedding has ${v} rows, expected vocab_size = ${shown(cfg.vocab)} from config (spec §1.7)`);
     }
 }
 /** §12.1, §12.2: the MoE tensors' shapes against H and each other, and E, I_e, I_s, K against the config. */

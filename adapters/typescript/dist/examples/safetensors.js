@@ -58,6 +58,9 @@ function readOpen(path, fd) {
     for (const [name, info] of Object.entries(header)) {
         if (name === "__metadata__")
             continue;
+        if (name.length > 1024 || /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/.test(name)) { // names reach one-line messages
+            throw malformed(`load: ${path} has a tensor name ${JSON.stringify(name.slice(0, 64))}… that is longer than 1024 characters or holds a control character`);
+        }
         const { dtype, shape, data_offsets: offsets } = (info ?? {});
         const ints = (a) => Array.isArray(a) && a.every((x) => Number.isSafeInteger(x) && x >= 0);
         if (typeof dtype !== "string" || !ints(shape) || !ints(offsets) || offsets.length !== 2) {
