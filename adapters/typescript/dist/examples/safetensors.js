@@ -1,6 +1,7 @@
 // A bounds-checked safetensors reader for untrusted files (SECURITY.md): an 8-byte little-endian header length, a
 // JSON header, then the data section. Every size the file claims is checked against the file's real size before
-// anything is allocated for it; every failure is one line, MALFORMED_FILE.
+// anything is allocated for it; every failure is one line, MALFORMED_FILE. Unlike the Java reader it does not refuse
+// a header that names a tensor twice: JSON.parse keeps the last entry.
 import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { MtpError } from "../src/mtp_wire.js";
 export const MAX_HEADER_BYTES = 100 * 1024 * 1024; // SECURITY.md: a safetensors header is at most 100 MiB
