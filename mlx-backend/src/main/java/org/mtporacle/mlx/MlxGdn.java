@@ -27,7 +27,7 @@ import java.util.List;
  * The row state stays on the device: the conv window {@code [B, K−1, C]} (time-major, compute dtype) and the recurrent
  * state {@code [B, Hv, Dk, Dv]} f32. With {@code compile} the layer (dense MLP only) runs through {@code mlx_compile},
  * one trace per width {@code S}. With a {@link MlxGdnKernel} (CUDA GPU streams only) step 4 is one kernel launch over
- * all tokens instead of about {@code 7·S} ops.
+ * all tokens instead of the per-token ops.
  */
 final class MlxGdn implements AutoCloseable {
     /** transformers' {@code l2norm} ε. */

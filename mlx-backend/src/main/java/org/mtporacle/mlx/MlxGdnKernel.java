@@ -19,8 +19,8 @@ import java.util.Map;
  * all tokens; per token {@code S ← αS; m = k̂ᵀS; δ = β(v − m); S ← S + k̂δᵀ; o = q̂ᵀS}, with {@code k̂_t, q̂_t} of the
  * value head's key head staged in shared memory. It writes the read-outs {@code [B, S, Hv, Dv]} and either the state
  * after every token ({@code [S·B, Hv, Dk, Dv]}, token-major, as a verify keeps them) or only the last
- * ({@code [B, Hv, Dk, Dv]}). One launch replaces the per-token ops (about {@code 7·S + 3} graph nodes and as many
- * launches per layer). Only on a CUDA GPU stream; elsewhere {@link MlxGdn} keeps the ops.
+ * ({@code [B, Hv, Dk, Dv]}). One launch replaces the per-token ops (at {@code S = 4}, 66 graph nodes and 34 CUDA
+ * launches per layer, measured on an H200). Only on a CUDA GPU stream; elsewhere {@link MlxGdn} keeps the ops.
  */
 final class MlxGdnKernel implements AutoCloseable {
     /** The kernel body; MLX writes the signature (inputs {@code const float*}, outputs {@code float*}). */
