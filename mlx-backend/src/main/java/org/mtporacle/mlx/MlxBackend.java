@@ -30,10 +30,13 @@ import java.util.Set;
  * {@code compile=off|on} (default off; {@code MTP_MLX_COMPILE} sets the default): one-position forwards run the
  * block's fixed-shape parts (before the cache append, after attention, the head) through {@code mlx_compile}, so
  * MLX fuses their elementwise chains and replays a traced graph instead of the backend building it op by op.
+ * {@code gdn=auto|ops|kernel} (targets only; default auto): a Gated DeltaNet layer's recurrence as MLX ops per token,
+ * or as one CUDA kernel of ours over all tokens ({@link MlxGdnKernel}; CUDA GPU streams only); auto takes the kernel
+ * where it can run.
  */
 public final class MlxBackend implements MtpBackend {
     public static final String NAME = "mlx";
-    private static final Set<String> OPTIONS = Set.of("precision", "device", "moe", "compile");
+    private static final Set<String> OPTIONS = Set.of("precision", "device", "moe", "compile", "gdn");
 
     private static final Set<String> DEVICES = Set.of("auto", "cpu", "gpu");
 
@@ -92,7 +95,7 @@ public final class MlxBackend implements MtpBackend {
                     + ", default device " + (defaultDevice.equals("auto") ? (lib.hasGpu() ? "gpu" : "cpu")
                     : defaultDevice + " (MTP_MLX_DEVICE)") + env + "; options precision=native|f32, "
                     + "device=auto|cpu|gpu, moe=gather|per-expert (MoE layers; default gather), compile=off|on (default "
-                    + "off)");
+                    + "off), gdn=auto|ops|kernel (targets; default auto: kernel on CUDA)");
         } catch (MtpException e) {
             return Availability.no(e.getMessage());
         }
@@ -121,24 +124,25 @@ public final class MlxBackend implements MtpBackend {
 
     /**
      * Loads a hybrid target with the drafter's options: {@code precision}, {@code device}, {@code moe} (each MoE
-     * layer's path, as {@link #load}) and {@code compile} (dense Gated DeltaNet layers through {@code mlx_compile}).
+     * layer's path, as {@link #load}), {@code compile} (dense Gated DeltaNet layers through {@code mlx_compile}) and
+     * {@code gdn} (the recurrence as ops or as {@link MlxGdnKernel}; null: the kernel where it can run).
      */
     @Override
     public MlxTarget loadTarget(TargetModel model, Map<String, String> options) {
         Settings o = settings(options);
-        return new MlxTarget(model, o.lib(), o.gpu(), o.precision(), o.moe(), o.compile());
+        return new MlxTarget(model, o.lib(), o.gpu(), o.precision(), o.moe(), o.compile(), o.gdn());
     }
 
     /** A load's options, read and checked. */
     private record Settings(MlxLibrary lib, boolean gpu, MlxDraftModel.Precision precision, MlxMoe.Path moe,
-                            boolean compile) {
+                            boolean compile, Boolean gdn) {
     }
 
     private Settings settings(Map<String, String> options) {
         for (String key : options.keySet()) {
             if (!OPTIONS.contains(key)) {
                 throw MtpException.invalidArgument("mlx: unknown option '" + key
-                        + "' (known: precision, device, moe, compile)");
+                        + "' (known: precision, device, moe, compile, gdn)");
             }
         }
         MlxDraftModel.Precision precision = switch (options.getOrDefault("precision", "native")) {
@@ -161,6 +165,13 @@ public final class MlxBackend implements MtpBackend {
             default -> throw MtpException.invalidArgument("mlx: compile = '" + compileText + "'"
                     + (options.containsKey("compile") ? "" : " (from MTP_MLX_COMPILE)") + ", expected off or on");
         };
+        Boolean gdn = switch (options.getOrDefault("gdn", "auto")) {
+            case "auto" -> null;
+            case "ops" -> false;
+            case "kernel" -> true;
+            default -> throw MtpException.invalidArgument("mlx: gdn = '" + options.get("gdn")
+                    + "', expected auto, ops or kernel");
+        };
         String device = options.getOrDefault("device", defaultDevice);
         if (!DEVICES.contains(device)) {
             throw MtpException.invalidArgument("mlx: device = '" + device + "'" + (options.containsKey("device") ? ""
@@ -178,6 +189,6 @@ public final class MlxBackend implements MtpBackend {
             }
             default -> lib.hasGpu();
         };
-        return new Settings(lib, gpu, precision, moe, compile);
+        return new Settings(lib, gpu, precision, moe, compile, gdn);
     }
 }

@@ -26,7 +26,8 @@ import java.util.List;
  * </ol>
  * The row state stays on the device: the conv window {@code [B, K−1, C]} (time-major, compute dtype) and the recurrent
  * state {@code [B, Hv, Dk, Dv]} f32. With {@code compile} the layer (dense MLP only) runs through {@code mlx_compile},
- * one trace per width {@code S}.
+ * one trace per width {@code S}. With a {@link MlxGdnKernel} (CUDA GPU streams only) step 4 is one kernel launch over
+ * all tokens instead of the per-token ops.
  */
 final class MlxGdn implements AutoCloseable {
     /** transformers' {@code l2norm} ε. */
@@ -49,6 +50,7 @@ final class MlxGdn implements AutoCloseable {
     private final MlxLinear out;
     private final MlxTargetMlp mlp;
     private final boolean compile;
+    private final MlxGdnKernel kernel;       // the fused recurrence (CUDA), or null: the per-token ops
     private MlxCompiled compiledEvery, compiledLast;
 
     /** What one forward leaves: the output, the conv inputs {@code u}, and the states after the last or every token. */
@@ -60,7 +62,7 @@ final class MlxGdn implements AutoCloseable {
 
     MlxGdn(TargetConfig c, MlxArray inNorm, MlxArray postNorm, MlxStack proj, MlxArray[] taps, MlxArray negA,
            MlxArray dtBias, MlxArray norm, MlxArray qGain, MlxArray kGain, MlxArray group, MlxLinear out,
-           MlxTargetMlp mlp, MlxArray threshold, int dtype, boolean compile) {
+           MlxTargetMlp mlp, MlxArray threshold, int dtype, boolean compile, MlxGdnKernel kernel) {
         this.g = c.gdn();
         this.hidden = c.shape().hiddenSize();
         this.eps = (float) c.shape().rmsNormEps();
@@ -79,11 +81,12 @@ final class MlxGdn implements AutoCloseable {
         this.mlp = mlp;
         this.dtype = dtype;
         this.compile = compile;
+        this.kernel = kernel;
     }
 
     /** Uploads layer {@code w} (a GDN layer); its arrays are tracked in {@code made} until the layer owns them. */
     static MlxGdn upload(MlxOps ops, TargetConfig c, TargetWeights.Layer w, int dtype, boolean cpu, MlxMoe.Path path,
-                         boolean compile, List<AutoCloseable> made) {
+                         boolean compile, MlxGdnKernel kernel, List<AutoCloseable> made) {
         TargetConfig.Gdn g = c.gdn();
         TargetWeights.Gdn m = (TargetWeights.Gdn) w.mixer();
         MlxArray inNorm = keep(ops, made, ops.fromFloats(w.inputNorm(), w.inputNorm().length), MlxC.MLX_FLOAT32);
@@ -118,7 +121,7 @@ final class MlxGdn implements AutoCloseable {
         made.add(mlp);
         MlxArray thr = keep(ops, made, ops.fromFloats(new float[] {SOFTPLUS_THRESHOLD}, 1), MlxC.MLX_FLOAT32);
         return new MlxGdn(c, inNorm, postNorm, proj, taps, na, dt, nw, gains[0], gains[1], group, out, mlp, thr,
-                dtype, compile);
+                dtype, compile, kernel);
     }
 
     /** The l2norm gains {@code [Dk^-1, Dk^-½]} as {@code [Dk]} f32 arrays (class Javadoc, step 2). */
@@ -187,9 +190,7 @@ final class MlxGdn implements AutoCloseable {
         int ch = g.convDim();
         int kd = g.keyDim();
         int hk = g.numKeyHeads();
-        int hv = g.numValueHeads();
         int dk = g.keyHeadDim();
-        int dv = g.valueHeadDim();
         int k = g.convKernel();
         // 1. projections of RMSNorm(x)
         List<MlxArray> p = proj.apply(ops, cast(ops, ops.rmsNorm(x, inNorm, eps)));
@@ -202,47 +203,80 @@ final class MlxGdn implements AutoCloseable {
             acc = acc == null ? term : ops.add(acc, term);
         }
         MlxArray conv = ops.multiply(acc, ops.sigmoid(acc));                           // [B, S, C]
-        // 3. q̂, k̂ (normalised per key head), v
+        // 3. q̂, k̂ (normalised per key head); v stays in conv
         MlxArray q = ops.reshape(ops.slice(conv, new int[] {0, 0, 0}, new int[] {b, s, kd}), b, s, hk, dk);
         MlxArray kk = ops.reshape(ops.slice(conv, new int[] {0, 0, kd}, new int[] {b, s, 2 * kd}), b, s, hk, dk);
-        MlxArray v = ops.reshape(ops.slice(conv, new int[] {0, 0, 2 * kd}, new int[] {b, s, ch}), b, s, hv, dv);
         float l2eps = L2_EPS / dk;
         q = ops.rmsNorm(q, qGain, l2eps);
         kk = ops.rmsNorm(kk, kGain, l2eps);
-        if (group != null) {
-            q = ops.take(q, group, 2);
-            kk = ops.take(kk, group, 2);
-        }
         // 4. gates [B, S, Hv]
         MlxArray beta = ops.sigmoid(f32(ops, p.get(2)));
         MlxArray xa = ops.add(f32(ops, p.get(3)), dtBias);
         MlxArray sp = ops.where(ops.greater(xa, threshold), xa, ops.log1p(ops.exp(xa)));
         MlxArray alpha = ops.exp(ops.multiply(sp, negA));
-        // 5. the recurrence, token by token, heads as a batch
-        Recurrence r = recur(ops, in.get(2), ops.transpose(q, 0, 2, 1, 3), ops.transpose(kk, 0, 2, 1, 3),
+        // 5. the recurrence, then 6. gated norm per value head, out_proj, residual, MLP
+        Recurrence r = recurrence(ops, g, group, kernel, in.get(2), q, kk, conv, alpha, beta, every);
+        return finish(ops, x, p, r.out(), u, r.last(), r.every(), every);
+    }
+
+    /** The read-outs {@code [B, S, Hv, Dv]}, the last state and (with every) all states token-major. */
+    record Recurrence(MlxArray out, MlxArray last, MlxArray every) {
+    }
+
+    /**
+     * Step 5 from {@code state [B, Hv, Dk, Dv]}, {@code q̂, k̂ [B, S, Hk, Dk]}, the conv output {@code conv [B, S, C]}
+     * (values from column {@code 2·Hk·Dk}) and the gates {@code alpha, beta [B, S, Hv]}: through {@code kernel} when
+     * there is one, else token by token in MLX ops with the heads as a batch ({@code group}: each value head's key
+     * head, null when Hv = Hk).
+     */
+    static Recurrence recurrence(MlxOps ops, TargetConfig.Gdn g, MlxArray group, MlxGdnKernel kernel, MlxArray state,
+                                 MlxArray q, MlxArray kk, MlxArray conv, MlxArray alpha, MlxArray beta, boolean every) {
+        int b = q.dim(0);
+        int s = q.dim(1);
+        int hv = g.numValueHeads();
+        int dk = g.keyHeadDim();
+        int dv = g.valueHeadDim();
+        if (kernel != null) {
+            MlxGdnKernel.Out r = kernel.apply(ops, state, q, kk, conv, alpha, beta, every);
+            MlxArray last = every ? ops.slice(r.states(), new int[] {(s - 1) * b, 0, 0, 0},
+                    new int[] {s * b, hv, dk, dv}) : r.states();
+            return new Recurrence(r.out(), last, every ? r.states() : null);
+        }
+        int kd = g.keyDim();
+        MlxArray v = ops.reshape(ops.slice(conv, new int[] {0, 0, 2 * kd}, new int[] {b, s, g.convDim()}), b, s, hv,
+                dv);
+        if (group != null) {
+            q = ops.take(q, group, 2);
+            kk = ops.take(kk, group, 2);
+        }
+        Recurrence r = recur(ops, state, ops.transpose(q, 0, 2, 1, 3), ops.transpose(kk, 0, 2, 1, 3),
                 ops.transpose(kk, 0, 2, 3, 1), ops.transpose(v, 0, 2, 1, 3),
                 ops.reshape(ops.transpose(alpha, 0, 2, 1), b, hv, s, 1),
                 ops.reshape(ops.transpose(beta, 0, 2, 1), b, hv, s, 1), every);
-        // 6. gated norm per value head, out_proj, residual, MLP
-        MlxArray core = ops.transpose(r.out(), 0, 2, 1, 3);                            // [B, S, Hv, Dv]
+        return new Recurrence(ops.transpose(r.out(), 0, 2, 1, 3), r.last(), r.every());
+    }
+
+    /** Step 6 from the read-outs {@code core [B, S, Hv, Dv]}: gated norm, out_proj, residual, MLP; the outputs. */
+    private List<MlxArray> finish(MlxOps ops, MlxArray x, List<MlxArray> p, MlxArray core, MlxArray u, MlxArray last,
+                                  MlxArray all, boolean every) {
+        int b = x.dim(0);
+        int s = x.dim(1);
+        int hv = g.numValueHeads();
+        int dv = g.valueHeadDim();
         MlxArray z = f32(ops, ops.reshape(p.get(1), b, s, hv, dv));
         MlxArray gated = ops.multiply(ops.rmsNorm(core, norm, eps), ops.multiply(z, ops.sigmoid(z)));
         MlxArray mixed = out.apply(ops, cast(ops, ops.reshape(gated, b, s, hv * dv)));
         MlxArray h = ops.add(x, mixed);
         MlxArray y = ops.add(h, mlp.apply(ops, cast(ops, ops.rmsNorm(h, postNorm, eps))));
-        List<MlxArray> res = new ArrayList<>(List.of(y, u, r.last()));
+        List<MlxArray> res = new ArrayList<>(List.of(y, u, last));
         if (every) {
-            res.add(r.every());
+            res.add(all);
         }
         return res;
     }
 
-    /** The read-outs {@code [B, Hv, S, Dv]}, the last state and (with every) all states token-major. */
-    private record Recurrence(MlxArray out, MlxArray last, MlxArray every) {
-    }
-
     /**
-     * Steps {@code state [B, Hv, Dk, Dv]} through the tokens: {@code q, k [B, Hv, S, Dk]}, {@code kCol [B, Hv, Dk, S]},
+     * Steps {@code state [B, Hv, Dk, Dv]} through the tokens (read-outs {@code [B, Hv, S, Dv]}): {@code q, k [B, Hv, S, Dk]}, {@code kCol [B, Hv, Dk, S]},
      * {@code v [B, Hv, S, Dv]}, {@code alpha, beta [B, Hv, S, 1]}.
      */
     private static Recurrence recur(MlxOps ops, MlxArray state, MlxArray q, MlxArray k, MlxArray kCol, MlxArray v,

@@ -41,17 +41,22 @@ public final class MlxTarget implements LoadedTarget {
     private final MlxArray finalNorm;
     private final MlxRope rope;
     private final boolean compile;
+    private final MlxGdnKernel gdnKernel; // null: the recurrence as ops
     private volatile boolean closed;
 
     /** The parts of a target already on the device (weights uploaded or made there). */
-    record Parts(Object[] layers, MlxLinear embedding, MlxLinear head, MlxArray finalNorm, MlxRope rope) {
+    record Parts(Object[] layers, MlxLinear embedding, MlxLinear head, MlxArray finalNorm, MlxRope rope,
+                 MlxGdnKernel gdnKernel) {
     }
 
-    /** Uploads {@code model}'s weights; {@code moe}: a MoE MLP's path (null: its default). */
+    /**
+     * Uploads {@code model}'s weights; {@code moe}: a MoE MLP's path (null: its default); {@code gdnKernel}: the GDN
+     * recurrence as {@link MlxGdnKernel} (true), as ops (false), or the kernel where it can run (null).
+     */
     MlxTarget(TargetModel model, MlxLibrary lib, boolean gpu, MlxDraftModel.Precision precision, MlxMoe.Path moe,
-              boolean compile) {
+              boolean compile, Boolean gdnKernel) {
         this(model, lib, MlxStream.open(lib, gpu), precision, computeDtype(model, precision), compile,
-                (ops, dt) -> upload(ops, model, dt, !gpu, moe, compile, lib));
+                (ops, dt) -> upload(ops, model, dt, !gpu, moe, compile, lib, gdnKernel));
     }
 
     /** A target over parts built by {@code parts} on this target's stream (benches build synthetic weights there). */
@@ -76,6 +81,7 @@ public final class MlxTarget implements LoadedTarget {
             this.head = p.head();
             this.finalNorm = p.finalNorm();
             this.rope = p.rope();
+            this.gdnKernel = p.gdnKernel();
         } catch (RuntimeException e) {
             stream.close();
             throw e;
@@ -104,18 +110,22 @@ public final class MlxTarget implements LoadedTarget {
     }
 
     private static Parts upload(MlxOps ops, TargetModel model, int dtype, boolean cpu, MlxMoe.Path moe,
-                                boolean compile, MlxLibrary lib) {
+                                boolean compile, MlxLibrary lib, Boolean gdnKernel) {
         TargetConfig c = model.config();
         TargetWeights w = model.weights();
         List<AutoCloseable> made = new ArrayList<>();
         try {
+            MlxGdnKernel kernel = gdnKernel(ops, c, gdnKernel);
+            if (kernel != null) {
+                made.add(kernel);
+            }
             Object[] layers = new Object[c.layerCount()];
             for (int l = 0; l < layers.length; l++) {
                 TargetWeights.Layer lw = w.layers().get(l);
                 MlxMoe.Path path = lw.mlp() instanceof org.mtporacle.api.MlpWeights.Moe m
                         ? MlxMoe.choose(m, moe, !cpu && lib.hasCuda(), lib.version()) : null;
                 layers[l] = switch (lw.mixer()) {
-                    case TargetWeights.Gdn g -> MlxGdn.upload(ops, c, lw, dtype, cpu, path, compile, made);
+                    case TargetWeights.Gdn g -> MlxGdn.upload(ops, c, lw, dtype, cpu, path, compile, kernel, made);
                     case TargetWeights.Attention a -> MlxTargetAttention.upload(ops, c, lw, dtype, cpu, path, made);
                 };
                 made.add((AutoCloseable) layers[l]);
@@ -129,7 +139,7 @@ public final class MlxTarget implements LoadedTarget {
             MlxArray fn = MlxGdn.keep(ops, made, ops.fromFloats(w.finalNorm(), w.finalNorm().length),
                     MlxC.MLX_FLOAT32);
             MlxRope rope = new MlxRope(ops, c.shape());
-            return new Parts(layers, emb, head, fn, rope);
+            return new Parts(layers, emb, head, fn, rope, kernel);
         } catch (RuntimeException | Error e) {
             for (int i = made.size() - 1; i >= 0; i--) {
                 try {
@@ -140,6 +150,25 @@ public final class MlxTarget implements LoadedTarget {
             }
             throw e;
         }
+    }
+
+    /**
+     * The fused GDN recurrence for {@code c} on {@code ops}' stream when {@code wanted} is true, or null (the ops) when
+     * false; when null, the kernel where it can run. Refuses {@code true} where it cannot, saying why.
+     */
+    static MlxGdnKernel gdnKernel(MlxOps ops, TargetConfig c, Boolean wanted) {
+        if (Boolean.FALSE.equals(wanted) || c.layers().stream()
+                .noneMatch(t -> t == TargetConfig.LayerType.LINEAR_ATTENTION)) {
+            return null;
+        }
+        String why = org.mtporacle.mlx.handle.MlxCudaKernel.unavailable(ops.library(), ops.stream());
+        if (why != null) {
+            if (wanted == null) {
+                return null;
+            }
+            throw MtpException.invalidArgument("mlx: gdn=kernel, but " + why + " (use gdn=ops or gdn=auto)");
+        }
+        return new MlxGdnKernel(ops.library(), c.gdn());
     }
 
     @Override
@@ -153,7 +182,8 @@ public final class MlxTarget implements LoadedTarget {
                 + precision.name().toLowerCase() + ", MLX " + lib.version() + "; GDN conv, gates, norms and "
                 + "recurrence, the residual stream, the norms and the head in f32; recurrent states f32, per-token states kept "
                 + "on the device during a round"
-                + (compile ? "; compile=on: dense GDN layers through mlx_compile" : "") + ")";
+                + (compile ? "; compile=on: dense GDN layers through mlx_compile" : "")
+                + (gdnKernel != null ? "; GDN recurrence as one CUDA kernel per layer" : "") + ")";
     }
 
     @Override
@@ -324,6 +354,9 @@ public final class MlxTarget implements LoadedTarget {
                 }
                 finalNorm.close();
                 rope.close();
+                if (gdnKernel != null) {
+                    gdnKernel.close();
+                }
             });
             stream.close();
         }

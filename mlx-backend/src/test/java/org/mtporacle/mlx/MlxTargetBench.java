@@ -7,6 +7,7 @@ import org.mtporacle.api.TargetModel;
 import org.mtporacle.api.TargetRows;
 import org.mtporacle.mlx.ffi.MlxC;
 import org.mtporacle.mlx.handle.MlxArray;
+import org.mtporacle.mlx.handle.MlxCudaKernel;
 import org.mtporacle.mlx.handle.MlxDiscovery;
 import org.mtporacle.mlx.handle.MlxLibrary;
 import org.mtporacle.mlx.handle.MlxOps;
@@ -17,79 +18,314 @@ import org.mtporacle.reference.fixture.TargetFixtures;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
  * The MLX target's verify step on real target shapes with synthetic bf16 weights made on the device by MLX's random
  * ops (nothing of that size passes through Java), against the HBM floor measured in the same run: weight bytes a
  * verify reads (every layer's products and the head, f32 as precision=native keeps it) over the device's copy
- * bandwidth. Per preset, compile off and on, B = 1 and 8: a verify of {@code d+1 = 4} tokens after a 16-token
- * prefill, median of {@code rounds} (each followed by a commit of one draft), the ops the backend issues per verify
- * (graph nodes built from Java; a compiled layer counts as its replay, not its kernels).
+ * bandwidth. Per preset, four paths — compile off and on, each with the GDN recurrence as MLX ops and as the fused CUDA
+ * kernel ({@link MlxGdnKernel}; skipped, with the reason printed, where it cannot run) — at B = 1 and 8: a verify of
+ * {@code d+1 = 4} tokens after a 16-token prefill, median of {@code rounds} (each followed by a commit of one draft).
+ * Columns: "host ms", the median of the verify's wall time less the time spent inside {@code mlx_eval} (graph
+ * building through FFM, the host read's copy); "ops", the graph nodes the backend builds from Java per verify (a
+ * compiled layer counts as its replay); "launches", CUDA kernel launches per verify and per commit counted by CUPTI
+ * ({@link CudaLaunchCounter}, {@code MTP_CUPTI_LIBRARY}) on one extra round after the timed ones. Before the table, on
+ * a GPU that can run the kernel, it runs {@link MlxGdnKernelTest} (kernel against f64 by hand), checks the kernel
+ * against the ops recurrence at each preset's GDN shape (B = 8, S = 4 with every state, S = 1 last state only; bound
+ * {@link #KERNEL_NMSE}) and the first preset's whole verify in precision=f32 on f32 synthetic weights, kernel path
+ * against ops path (bound {@link #F32_LOGITS_NMSE}); a failure prints FAILED and exits 1. In bf16 it prints each
+ * kernel path's first verify logits against the ops path's, beside a control of the same kind (row 0 at B = 8 against
+ * B = 1, ops: only GEMM shapes differ): on random 64-layer bf16 weights any f32 reordering reaches the logits at about
+ * that size, so neither is a bound. The floor divides by the best copy bandwidth measured in the whole run (each
+ * target measures its own; the spread between processes and targets is 2.5–3.4 TB/s).
  *
- * <pre>  MlxTargetBench [presets, comma-separated] [rounds] [device]</pre>
+ * <pre>  MlxTargetBench [presets, comma-separated] [rounds] [device] [off|on:ops|kernel (one path only)]</pre>
  */
 public final class MlxTargetBench {
     private static final int WIDTH = 4;
+    /** The largest NMSE the fused kernel may show against the ops recurrence (both f32; measured ≈ 1e-13). */
+    static final double KERNEL_NMSE = 1e-9;
+    /** The largest verify-logits NMSE between the kernel and ops paths in precision=f32 (only summation order differs). */
+    static final double F32_LOGITS_NMSE = 1e-6;
 
     private MlxTargetBench() {
     }
+
+    private static boolean failed;
 
     public static void main(String[] args) {
         String[] presets = (args.length > 0 ? args[0] : "qwen3.5-0.8b-target,qwen3.5-27b-target").split(",");
         int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 20;
         boolean gpu = !(args.length > 2 && args[2].equals("cpu"));
         MlxLibrary lib = MlxLibrary.load(MlxDiscovery.fromEnvironment());
-        System.out.println("| preset | compile | B | verify W=4 ms (median) | p90 ms | commit ms | ops/verify | weight GB "
-                + "| copy GB/s | floor ms | × floor |");
-        System.out.println("|---|---|---|---|---|---|---|---|---|---|---|");
-        for (String p : presets) {
-            for (boolean compile : new boolean[] {false, true}) {
-                run(lib, TargetFixtures.preset(p.trim()), compile, rounds, gpu);
+        String why;
+        try (MlxStream st = MlxStream.open(lib, gpu)) {
+            why = MlxCudaKernel.unavailable(lib, st);
+        }
+        if (why != null) {
+            System.out.println("gdn kernel: skipped (" + why + "); only the ops paths run");
+        } else {
+            junit(MlxGdnKernelTest.class);
+            for (String p : presets) {
+                kernelCheck(lib, TargetFixtures.preset(p.trim()).config().gdn());
             }
+        }
+        String only = args.length > 3 ? args[3] : null; // "on:kernel" and the like: one path only
+        if (why == null && only == null) {
+            f32Check(lib, TargetFixtures.preset(presets[0].trim()));
+        }
+        CudaLaunchCounter counter = gpu ? CudaLaunchCounter.open() : null;
+        List<Row> rows = new ArrayList<>();
+        List<String> detail = new ArrayList<>();
+        for (String p : presets) {
+            Map<String, float[]> logits = new HashMap<>();
+            for (boolean kernel : why == null ? new boolean[] {false, true} : new boolean[] {false}) {
+                for (boolean compile : new boolean[] {false, true}) {
+                    if (only == null || only.equals((compile ? "on" : "off") + ":" + (kernel ? "kernel" : "ops"))) {
+                        run(lib, TargetFixtures.preset(p.trim()), compile, kernel, rounds, gpu, counter, logits, rows,
+                                detail);
+                    }
+                }
+            }
+        }
+        double best = rows.stream().mapToDouble(Row::bandwidth).max().orElse(Double.NaN);
+        System.out.printf("| preset | compile | gdn | B | verify W=4 ms (median) | p90 ms | host ms | commit ms "
+                + "| ops/verify | launches/verify | launches/commit | weight GB | copy GB/s (this target) | floor ms "
+                + "(at the run's best, %.1f GB/s) | × floor |%n", best / 1e9);
+        System.out.println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+        for (Row r : rows) {
+            double floorMs = r.bytes() / best * 1e3;
+            System.out.printf("%s %.1f | %.2f | %.2f |%n", r.text(), r.bandwidth() / 1e9, floorMs,
+                    r.medianMs() / floorMs);
+        }
+        detail.forEach(System.out::println);
+        if (counter != null) {
+            counter.close();
+        }
+        if (failed) {
+            System.out.println("FAILED: a kernel check is over its bound (lines above)");
+            System.exit(1);
         }
     }
 
-    private static void run(MlxLibrary lib, TargetFixtures.Preset p, boolean compile, int rounds, boolean gpu) {
+    /** Runs a JUnit class (here: the GPU-only kernel test against f64) and prints its counts and failures. */
+    private static void junit(Class<?> test) {
+        org.junit.platform.launcher.listeners.SummaryGeneratingListener listener =
+                new org.junit.platform.launcher.listeners.SummaryGeneratingListener();
+        org.junit.platform.launcher.core.LauncherFactory.create().execute(
+                org.junit.platform.launcher.core.LauncherDiscoveryRequestBuilder.request().selectors(
+                        org.junit.platform.engine.discovery.DiscoverySelectors.selectClass(test)).build(), listener);
+        org.junit.platform.launcher.listeners.TestExecutionSummary s = listener.getSummary();
+        s.printFailuresTo(new java.io.PrintWriter(System.out, true), 20);
+        System.out.printf("%s: %d tests, %d passed, %d failed, %d skipped%n", test.getSimpleName(),
+                s.getTestsFoundCount(), s.getTestsSucceededCount(), s.getTestsFailedCount(),
+                s.getTestsAbortedCount() + s.getTestsSkippedCount());
+        failed |= s.getTestsFailedCount() > 0;
+    }
+
+    /** The fused recurrence against the ops one on random f32 inputs of shape {@code g}; prints the NMSE. */
+    private static void kernelCheck(MlxLibrary lib, TargetConfig.Gdn g) {
+        try (MlxStream st = MlxStream.open(lib, true)) {
+            lib.thread().call(() -> {
+                try (MlxScope scope = new MlxScope(lib); MlxGdnKernel kernel = new MlxGdnKernel(lib, g)) {
+                    MlxOps ops = new MlxOps(st, scope);
+                    List<AutoCloseable> made = new ArrayList<>();
+                    MlxArray group = MlxGdn.groups(ops, g, made);
+                    int b = 8;
+                    int hv = g.numValueHeads();
+                    int hk = g.numKeyHeads();
+                    int dk = g.keyHeadDim();
+                    int dv = g.valueHeadDim();
+                    for (int s : new int[] {4, 1}) {
+                        boolean every = s > 1;
+                        int[] key = {7 + s};
+                        java.util.function.Function<int[], MlxArray> rnd = shape -> ops.uniform(
+                                ops.fromUints(new int[] {20261202, key[0]++}, 2), shape);
+                        float qs = (float) (1 / Math.sqrt(dk));
+                        MlxArray state = ops.multiply(rnd.apply(new int[] {b, hv, dk, dv}), c(ops, 0.5f));
+                        MlxArray q = ops.multiply(ops.subtract(rnd.apply(new int[] {b, s, hk, dk}), c(ops, 0.5f)),
+                                c(ops, 2 * qs));
+                        MlxArray k = ops.multiply(ops.subtract(rnd.apply(new int[] {b, s, hk, dk}), c(ops, 0.5f)),
+                                c(ops, 2 * qs));
+                        MlxArray conv = ops.subtract(rnd.apply(new int[] {b, s, g.convDim()}), c(ops, 0.5f));
+                        MlxArray alpha = rnd.apply(new int[] {b, s, hv});
+                        MlxArray beta = rnd.apply(new int[] {b, s, hv});
+                        ops.evalAll(List.of(state, q, k, conv, alpha, beta));
+                        MlxGdn.Recurrence want = MlxGdn.recurrence(ops, g, group, null, state, q, k, conv, alpha, beta,
+                                every);
+                        MlxGdn.Recurrence got = MlxGdn.recurrence(ops, g, group, kernel, state, q, k, conv, alpha,
+                                beta, every);
+                        double out = nmse(ops.toFloats(ops.contiguous(got.out())),
+                                ops.toFloats(ops.contiguous(want.out())));
+                        double last = nmse(ops.toFloats(ops.contiguous(got.last())),
+                                ops.toFloats(ops.contiguous(want.last())));
+                        double all = every ? nmse(ops.toFloats(ops.contiguous(got.every())),
+                                ops.toFloats(ops.contiguous(want.every()))) : 0;
+                        boolean ok = out <= KERNEL_NMSE && last <= KERNEL_NMSE && all <= KERNEL_NMSE;
+                        failed |= !ok;
+                        System.out.printf("gdn kernel check Hv=%d Hk=%d Dk=%d Dv=%d B=%d S=%d%s: NMSE out %.3g, last "
+                                        + "state %.3g%s — %s (bound %.0e)%n", hv, hk, dk, dv, b, s,
+                                every ? " every" : "", out, last, every ? String.format(", every state %.3g", all) : "",
+                                ok ? "ok" : "FAILED", KERNEL_NMSE);
+                    }
+                    for (AutoCloseable a : made) {
+                        a.close();
+                    }
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+                return null;
+            });
+        }
+    }
+
+    private static MlxArray c(MlxOps ops, float v) {
+        return ops.fromFloats(new float[] {v}, 1);
+    }
+
+    /** Σ(got − want)² / Σ want², in f64. */
+    static double nmse(float[] got, float[] want) {
+        if (got.length != want.length) {
+            throw new IllegalArgumentException("nmse: " + got.length + " against " + want.length + " values");
+        }
+        double num = 0;
+        double den = 0;
+        for (int i = 0; i < got.length; i++) {
+            double d = (double) got[i] - want[i];
+            num += d * d;
+            den += (double) want[i] * want[i];
+        }
+        return den == 0 ? (num == 0 ? 0 : Double.POSITIVE_INFINITY) : num / den;
+    }
+
+    /** One line of the table less its last three columns (bandwidth, floor, ratio: known after every path ran). */
+    private record Row(String text, double medianMs, long bytes, double bandwidth) {
+    }
+
+    /**
+     * The end-to-end check of the kernel in f32 (precision=f32 on synthetic f32 weights, compile off, B = 8): verify
+     * logits of the kernel path against the ops path, where only f32 summation order differs; bound
+     * {@link #F32_LOGITS_NMSE}.
+     */
+    private static void f32Check(MlxLibrary lib, TargetFixtures.Preset p) {
+        TargetConfig c = p.config();
+        TargetModel model = new TargetModel(c, null, "synthetic-" + p.name(), "MlxTargetBench", "qwen3_5", List.of());
+        float[][] out = new float[2][];
+        for (int k = 0; k < 2; k++) {
+            boolean kernel = k == 1;
+            try (MlxTarget t = new MlxTarget(model, lib, MlxStream.open(lib, true), MlxDraftModel.Precision.F32,
+                    MlxC.MLX_FLOAT32, false, (ops, dt) -> synthetic(ops, c, new long[1], false, kernel, dt));
+                 TargetRows g = t.openRows(Collections.nCopies(8, null))) {
+                g.prefill(tokens(8, 16, c.shape().vocabSize(), 1));
+                out[k] = g.verify(tokens(8, WIDTH, c.shape().vocabSize(), 100)).logits().toFloatArray();
+            }
+        }
+        double e = nmse(out[1], out[0]);
+        boolean ok = e <= F32_LOGITS_NMSE;
+        failed |= !ok;
+        System.out.printf("gdn kernel vs ops, %s precision=f32 B=8 W=4 verify logits NMSE %.3g — %s (bound %.0e)%n",
+                p.name(), e, ok ? "ok" : "FAILED", F32_LOGITS_NMSE);
+    }
+
+    private static void run(MlxLibrary lib, TargetFixtures.Preset p, boolean compile, boolean kernel, int rounds,
+                            boolean gpu, CudaLaunchCounter counter, Map<String, float[]> logits, List<Row> rows,
+                            List<String> detail) {
         TargetConfig c = p.config();
         TargetModel model = new TargetModel(c, null, "synthetic-" + p.name(), "MlxTargetBench", "qwen3_5", List.of());
         long[] bytes = new long[1];
         try (MlxTarget t = new MlxTarget(model, lib, MlxStream.open(lib, gpu), MlxDraftModel.Precision.NATIVE,
-                MlxC.MLX_BFLOAT16, compile, (ops, dt) -> synthetic(ops, c, bytes, compile))) {
+                MlxC.MLX_BFLOAT16, compile, (ops, dt) -> synthetic(ops, c, bytes, compile, kernel, dt))) {
             double bw = t.copyBytesPerSecond(gpu ? 1L << 30 : 1L << 26, 10);
-            double floorMs = bytes[0] / bw * 1e3;
             for (int b : new int[] {1, 8}) {
                 double[] verify = new double[rounds];
+                double[] host = new double[rounds];
                 double[] commit = new double[rounds];
                 long ops = 0;
+                CudaLaunchCounter.Counts cv = null;
+                CudaLaunchCounter.Counts cc = null;
+                String key = p.name() + " compile=" + compile + " B=" + b;
                 try (TargetRows g = t.openRows(Collections.nCopies(b, null))) {
                     g.prefill(tokens(b, 16, c.shape().vocabSize(), 1));
-                    for (int r = -3; r < rounds; r++) { // three warm-ups (traces, kernel JIT)
+                    for (int r = -3; r <= rounds; r++) { // three warm-ups (traces, kernel JIT); the last is counted
+                        boolean count = r == rounds;
+                        if (count && counter == null) {
+                            break;
+                        }
                         HostTensor v = tokens(b, WIDTH, c.shape().vocabSize(), 100 + r);
+                        if (count) {
+                            counter.take();
+                            counter.counting(true);
+                        }
                         long o0 = lib.operations();
+                        long e0 = lib.evalNanos();
                         long t0 = System.nanoTime();
-                        g.verify(v);
+                        org.mtporacle.api.TargetOutput out = g.verify(v);
                         long t1 = System.nanoTime();
+                        long e1 = lib.evalNanos();
                         long o1 = lib.operations();
+                        if (count) {
+                            counter.counting(false);
+                            cv = counter.take();
+                            counter.counting(true);
+                        }
                         int[] acc = new int[b];
                         Arrays.fill(acc, 1);
                         g.commit(acc);
                         long t2 = System.nanoTime();
-                        if (r >= 0) {
+                        if (count) {
+                            counter.counting(false);
+                            cc = counter.take();
+                        }
+                        if (r == 0) {
+                            float[] l = out.logits().toFloatArray();
+                            float[] base = logits.get(key);
+                            if (!kernel) {
+                                logits.put(key, l);
+                                float[] one = logits.get(p.name() + " compile=" + compile + " B=1");
+                                if (b == 8 && one != null) { // row 0 has the same tokens at B = 1 and 8
+                                    detail.add(String.format("control, %s compile=%s gdn=ops: row 0's verify logits "
+                                                    + "at B=8 against B=1 (other GEMM shapes, same math) NMSE %.3g",
+                                            p.name(), compile, nmse(Arrays.copyOf(l, one.length), one)));
+                                }
+                            } else if (base != null) {
+                                detail.add(String.format("gdn kernel vs ops, %s (bf16): verify logits NMSE %.3g", key,
+                                        nmse(l, base)));
+                            }
+                        }
+                        if (r >= 0 && r < rounds) {
                             verify[r] = (t1 - t0) / 1e6;
+                            host[r] = ((t1 - t0) - (e1 - e0)) / 1e6;
                             commit[r] = (t2 - t1) / 1e6;
                             ops = o1 - o0;
                         }
                     }
                 }
                 Arrays.sort(verify);
+                Arrays.sort(host);
                 Arrays.sort(commit);
                 double med = verify[rounds / 2];
-                System.out.printf("| %s | %s | %d | %.2f | %.2f | %.2f | %d | %.2f | %.1f | %.2f | %.1f |%n", p.name(),
-                        compile ? "on" : "off", b, med, verify[(int) (rounds * 0.9)], commit[rounds / 2], ops,
-                        bytes[0] / 1e9, bw / 1e9, floorMs, med / floorMs);
+                rows.add(new Row(String.format("| %s | %s | %s | %d | %.2f | %.2f | %.2f | %.2f | %d | %s | %s | %.2f |",
+                        p.name(), compile ? "on" : "off", kernel ? "kernel" : "ops", b, med,
+                        verify[(int) (rounds * 0.9)], host[rounds / 2], commit[rounds / 2], ops,
+                        cv == null ? "n/a" : Long.toString(cv.launches()),
+                        cc == null ? "n/a" : Long.toString(cc.launches()), bytes[0] / 1e9), med, bytes[0], bw));
+                if (cv != null) {
+                    detail.add(String.format("launches, %s gdn=%s: verify %d (runtime-API launches %d, driver calls "
+                                    + "%d), commit %d; verify's driver calls %s; verify's kernels %s", key,
+                            kernel ? "kernel" : "ops", cv.launches(), cv.runtimeLaunches(), cv.driverCalls(),
+                            cc.launches(), cv.byFunction(), top(cv.byKernel(), 14)));
+                }
             }
         }
+    }
+
+    /** The {@code n} most frequent entries, most frequent first. */
+    private static String top(Map<String, Long> m, int n) {
+        return m.entrySet().stream().sorted(Map.Entry.<String, Long>comparingByValue().reversed()).limit(n)
+                .map(e -> e.getValue() + "× " + e.getKey()).toList().toString();
     }
 
     private static HostTensor tokens(int b, int n, int vocab, long seed) {
@@ -104,14 +340,16 @@ public final class MlxTargetBench {
     }
 
     /** Every part of {@code c}'s target with random weights made on the device; adds the bytes a verify reads. */
-    private static MlxTarget.Parts synthetic(MlxOps ops, TargetConfig c, long[] bytes, boolean compile) {
+    private static MlxTarget.Parts synthetic(MlxOps ops, TargetConfig c, long[] bytes, boolean compile,
+                                             boolean kernel, int dt) {
         MtpConfig a = c.shape();
         TargetConfig.Gdn g = c.gdn();
         int h = a.hiddenSize();
         int inter = a.intermediateSize();
-        Gen gen = new Gen(ops);
+        Gen gen = new Gen(ops, dt);
         List<AutoCloseable> made = new ArrayList<>();
         Object[] layers = new Object[c.layerCount()];
+        MlxGdnKernel gdnKernel = kernel ? MlxTarget.gdnKernel(ops, c, true) : null;
         for (int l = 0; l < layers.length; l++) {
             MlxArray in = gen.constant(h, 1f, MlxC.MLX_FLOAT32);
             MlxArray post = gen.constant(h, 1f, MlxC.MLX_FLOAT32);
@@ -129,14 +367,14 @@ public final class MlxTargetBench {
                 layers[l] = new MlxGdn(c, in, post, proj, taps, gen.constant(hv, -1f, MlxC.MLX_FLOAT32),
                         gen.constant(hv, 0f, MlxC.MLX_FLOAT32), gen.constant(g.valueHeadDim(), 1f, MlxC.MLX_FLOAT32),
                         gains[0], gains[1], MlxGdn.groups(ops, g, made), gen.dense(h, g.valueDim(), bytes), mlp,
-                        gen.constant(1, MlxGdn.SOFTPLUS_THRESHOLD, MlxC.MLX_FLOAT32), MlxC.MLX_BFLOAT16,
-                        compile);
+                        gen.constant(1, MlxGdn.SOFTPLUS_THRESHOLD, MlxC.MLX_FLOAT32), dt,
+                        compile, gdnKernel);
             } else {
                 int q = 2 * a.numHeads() * a.headDim();
                 int kv = a.numKvHeads() * a.headDim();
-                layers[l] = new MlxTargetAttention(a, in, post, gen.constant(a.headDim(), 1f, MlxC.MLX_BFLOAT16),
-                        gen.constant(a.headDim(), 1f, MlxC.MLX_BFLOAT16), MlxStack.of(gen.dense(q + 2 * kv, h, bytes),
-                        q, kv, kv), gen.dense(h, a.numHeads() * a.headDim(), bytes), mlp, MlxC.MLX_BFLOAT16);
+                layers[l] = new MlxTargetAttention(a, in, post, gen.constant(a.headDim(), 1f, dt),
+                        gen.constant(a.headDim(), 1f, dt), MlxStack.of(gen.dense(q + 2 * kv, h, bytes),
+                        q, kv, kv), gen.dense(h, a.numHeads() * a.headDim(), bytes), mlp, dt);
             }
         }
         MlxLinear embedding = gen.dense(a.vocabSize(), h, null);
@@ -144,7 +382,7 @@ public final class MlxTargetBench {
         MlxLinear head = gen.denseAs(a.vocabSize(), h, MlxC.MLX_FLOAT32, headBytes);
         bytes[0] += headBytes[0];
         return new MlxTarget.Parts(layers, embedding, head, gen.constant(h, 1f, MlxC.MLX_FLOAT32),
-                new MlxRope(ops, a));
+                new MlxRope(ops, a), gdnKernel);
     }
 
     /** Random device tensors, each made in a scope of its own (its f32 draw freed before the next). */
@@ -152,12 +390,15 @@ public final class MlxTargetBench {
         private final MlxOps ops;
         private int key;
 
-        Gen(MlxOps ops) {
+        private final int dtype;
+
+        Gen(MlxOps ops, int dtype) {
+            this.dtype = dtype;
             this.ops = ops;
         }
 
         MlxLinear dense(int out, int in, long[] bytes) {
-            return denseAs(out, in, MlxC.MLX_BFLOAT16, bytes);
+            return denseAs(out, in, dtype, bytes);
         }
 
         /** {@code [out, in]} uniform in ±√(3/in) (unit-variance outputs for unit inputs), as {@code dtype}. */

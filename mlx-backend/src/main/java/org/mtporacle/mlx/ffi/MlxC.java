@@ -135,6 +135,20 @@ public final class MlxC {
     // fast.h
     private final MethodHandle mlxFastRmsNorm;
     private final MethodHandle mlxFastScaledDotProductAttention;
+    // fast.h, CUDA custom kernels (null when the library lacks them); vector.h strings for their names
+    private final MethodHandle mlxVectorStringNew;
+    private final MethodHandle mlxVectorStringAppendValue;
+    private final MethodHandle mlxVectorStringFree;
+    private final MethodHandle mlxFastCudaKernelNew;
+    private final MethodHandle mlxFastCudaKernelFree;
+    private final MethodHandle mlxFastCudaKernelApply;
+    private final MethodHandle mlxFastCudaKernelConfigNew;
+    private final MethodHandle mlxFastCudaKernelConfigFree;
+    private final MethodHandle mlxFastCudaKernelConfigAddOutputArg;
+    private final MethodHandle mlxFastCudaKernelConfigSetGrid;
+    private final MethodHandle mlxFastCudaKernelConfigSetThreadGroup;
+    private final MethodHandle mlxFastCudaKernelConfigAddTemplateArgInt;
+    private final MethodHandle mlxFastCudaKernelConfigAddTemplateArgBool;
 
     /** Binds every function from {@code lookup}; fails with {@link java.util.NoSuchElementException} naming a missing symbol. */
     public MlxC(SymbolLookup lookup) {
@@ -227,6 +241,30 @@ public final class MlxC {
         mlxFastRmsNorm = h("mlx_fast_rms_norm", JAVA_INT, ADDRESS, HANDLE, HANDLE, JAVA_FLOAT, HANDLE);
         mlxFastScaledDotProductAttention = h("mlx_fast_scaled_dot_product_attention", JAVA_INT, ADDRESS, HANDLE,
                 HANDLE, HANDLE, JAVA_FLOAT, ADDRESS, HANDLE, HANDLE, HANDLE);
+        mlxVectorStringNew = h("mlx_vector_string_new", HANDLE);
+        mlxVectorStringAppendValue = h("mlx_vector_string_append_value", JAVA_INT, HANDLE, ADDRESS);
+        mlxVectorStringFree = h("mlx_vector_string_free", JAVA_INT, HANDLE);
+        boolean cudaKernels = lookup.find("mlx_fast_cuda_kernel_apply").isPresent();
+        mlxFastCudaKernelNew = cudaKernels ? h("mlx_fast_cuda_kernel_new", HANDLE, ADDRESS, HANDLE, HANDLE, ADDRESS,
+                ADDRESS, JAVA_BOOLEAN, JAVA_INT) : null;
+        mlxFastCudaKernelFree = cudaKernels ? linker.downcallHandle(find("mlx_fast_cuda_kernel_free"),
+                FunctionDescriptor.ofVoid(HANDLE)) : null;
+        mlxFastCudaKernelApply = cudaKernels ? h("mlx_fast_cuda_kernel_apply", JAVA_INT, ADDRESS, HANDLE, HANDLE,
+                HANDLE, HANDLE) : null;
+        mlxFastCudaKernelConfigNew = cudaKernels ? h("mlx_fast_cuda_kernel_config_new", HANDLE) : null;
+        mlxFastCudaKernelConfigFree = cudaKernels ? linker.downcallHandle(find("mlx_fast_cuda_kernel_config_free"),
+                FunctionDescriptor.ofVoid(HANDLE)) : null;
+        mlxFastCudaKernelConfigAddOutputArg = cudaKernels ? h("mlx_fast_cuda_kernel_config_add_output_arg", JAVA_INT,
+                HANDLE, ADDRESS, JAVA_LONG, JAVA_INT) : null;
+        mlxFastCudaKernelConfigSetGrid = cudaKernels ? h("mlx_fast_cuda_kernel_config_set_grid", JAVA_INT, HANDLE,
+                JAVA_INT, JAVA_INT, JAVA_INT) : null;
+        mlxFastCudaKernelConfigSetThreadGroup = cudaKernels ? h("mlx_fast_cuda_kernel_config_set_thread_group",
+                JAVA_INT, HANDLE, JAVA_INT, JAVA_INT, JAVA_INT) : null;
+        mlxFastCudaKernelConfigAddTemplateArgInt = cudaKernels
+                ? h("mlx_fast_cuda_kernel_config_add_template_arg_int", JAVA_INT, HANDLE, ADDRESS, JAVA_INT) : null;
+        mlxFastCudaKernelConfigAddTemplateArgBool = cudaKernels
+                ? h("mlx_fast_cuda_kernel_config_add_template_arg_bool", JAVA_INT, HANDLE, ADDRESS, JAVA_BOOLEAN)
+                : null;
     }
 
     private MemorySegment find(String name) {
@@ -676,6 +714,116 @@ public final class MlxC {
         try {
             return (int) mlxFastScaledDotProductAttention.invokeExact(res, queries, keys, values, scale, maskMode,
                     maskArr, sinks, s);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    // ---- vector.h (strings), fast.h (CUDA custom kernels: mlx-c 0.6)
+
+    public MemorySegment mlx_vector_string_new(SegmentAllocator a) {
+        try { return (MemorySegment) mlxVectorStringNew.invokeExact(a); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    /** {@code mlx_vector_string_append_value(mlx_vector_string vec, const char* val)}. */
+    public int mlx_vector_string_append_value(MemorySegment vec, MemorySegment val) {
+        try { return (int) mlxVectorStringAppendValue.invokeExact(vec, val); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    public int mlx_vector_string_free(MemorySegment vec) {
+        try { return (int) mlxVectorStringFree.invokeExact(vec); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    /** Whether this mlx-c exports {@code mlx_fast_cuda_kernel_*} (mlx-c 0.6 does, in CPU builds too). */
+    public boolean hasCudaKernels() {
+        return mlxFastCudaKernelApply != null;
+    }
+
+    /**
+     * {@code mlx_fast_cuda_kernel mlx_fast_cuda_kernel_new(const char* name, const mlx_vector_string input_names,
+     * const mlx_vector_string output_names, const char* source, const char* header, bool ensure_row_contiguous,
+     * int shared_memory)}; a null {@code ctx} on failure (MLX without CUDA says so through the error handler).
+     */
+    public MemorySegment mlx_fast_cuda_kernel_new(SegmentAllocator a, MemorySegment name, MemorySegment inputNames,
+                                                  MemorySegment outputNames, MemorySegment source,
+                                                  MemorySegment header, boolean ensureRowContiguous,
+                                                  int sharedMemory) {
+        try {
+            return (MemorySegment) mlxFastCudaKernelNew.invokeExact(a, name, inputNames, outputNames, source, header,
+                    ensureRowContiguous, sharedMemory);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public void mlx_fast_cuda_kernel_free(MemorySegment kernel) {
+        try { mlxFastCudaKernelFree.invokeExact(kernel); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    /**
+     * {@code mlx_fast_cuda_kernel_apply(mlx_vector_array* outputs, mlx_fast_cuda_kernel cls, const mlx_vector_array
+     * inputs, const mlx_fast_cuda_kernel_config config, const mlx_stream stream)}.
+     */
+    public int mlx_fast_cuda_kernel_apply(MemorySegment outputs, MemorySegment kernel, MemorySegment inputs,
+                                          MemorySegment config, MemorySegment stream) {
+        try {
+            return (int) mlxFastCudaKernelApply.invokeExact(outputs, kernel, inputs, config, stream);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public MemorySegment mlx_fast_cuda_kernel_config_new(SegmentAllocator a) {
+        try {
+            return (MemorySegment) mlxFastCudaKernelConfigNew.invokeExact(a);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public void mlx_fast_cuda_kernel_config_free(MemorySegment config) {
+        try { mlxFastCudaKernelConfigFree.invokeExact(config); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    /** {@code (config, const int* shape, size_t size, mlx_dtype dtype)}. */
+    public int mlx_fast_cuda_kernel_config_add_output_arg(MemorySegment config, MemorySegment shape, long size,
+                                                          int dtype) {
+        try {
+            return (int) mlxFastCudaKernelConfigAddOutputArg.invokeExact(config, shape, size, dtype);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** Total threads per axis (MLX launches ceil(grid / thread group) blocks). */
+    public int mlx_fast_cuda_kernel_config_set_grid(MemorySegment config, int x, int y, int z) {
+        try {
+            return (int) mlxFastCudaKernelConfigSetGrid.invokeExact(config, x, y, z);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_fast_cuda_kernel_config_set_thread_group(MemorySegment config, int x, int y, int z) {
+        try {
+            return (int) mlxFastCudaKernelConfigSetThreadGroup.invokeExact(config, x, y, z);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_fast_cuda_kernel_config_add_template_arg_int(MemorySegment config, MemorySegment name, int value) {
+        try {
+            return (int) mlxFastCudaKernelConfigAddTemplateArgInt.invokeExact(config, name, value);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public int mlx_fast_cuda_kernel_config_add_template_arg_bool(MemorySegment config, MemorySegment name,
+                                                                 boolean value) {
+        try {
+            return (int) mlxFastCudaKernelConfigAddTemplateArgBool.invokeExact(config, name, value);
         } catch (Throwable t) {
             throw rethrow(t);
         }

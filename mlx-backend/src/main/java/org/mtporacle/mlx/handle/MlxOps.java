@@ -334,7 +334,9 @@ public final class MlxOps {
         eval(f);
         hostReads++;
         long n = c.mlx_array_size(f.handle());
-        MemorySegment p = c.mlx_array_data_float32(f.handle());
+        long d0 = NativeTimes.start();
+        MemorySegment p = c.mlx_array_data_float32(f.handle()); // on CUDA: MLX copies the buffer to managed memory
+        NativeTimes.end("mlx_array_data_float32", d0);
         if (n > 0 && p.equals(MemorySegment.NULL)) {
             lib.check("mlx_array_data_float32", 1);
         }
