@@ -22,3 +22,9 @@ __all__ = ["BACKEND_FAILURE", "ILLEGAL_STATE", "INCOMPATIBLE_CHECKPOINT", "INCOM
 from .rows import LoadArgs, RowShape, RowState, RowsEngine, RowsSkeleton, serve_rows  # noqa: E402
 
 __all__ += ["LoadArgs", "RowShape", "RowState", "RowsEngine", "RowsSkeleton", "serve_rows"]
+
+# the target row skeleton (target_rows.py): subclass TargetRowsSkeleton, serve it with serve_rows(load_target=…,
+# target_rows=…) beside the drafter
+from .target_rows import Forwarded, TargetRowState, TargetRowsSkeleton, TargetShape  # noqa: E402
+
+__all__ += ["Forwarded", "TargetRowState", "TargetRowsSkeleton", "TargetShape"]

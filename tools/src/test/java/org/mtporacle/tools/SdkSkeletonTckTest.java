@@ -18,11 +18,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The SDKs' row skeletons under the whole TCK, one {@code mtp tck} run each (one chain per lockstep rule, a short
- * prefill-split): the numpy engine on the Python skeleton ({@code adapters/python/examples/numpy_skeleton_backend.py})
- * passes every rule; the fake block on the TypeScript skeleton ({@code adapters/typescript/examples/
- * skeleton_backend.ts}, its committed build) passes every rule that checks an engine against the contract and itself
- * and fails exactly the four that compare its (fake) numbers with the reference. Skips, printing why, where python3
- * with numpy or Node 20 is missing.
+ * prefill-split): the numpy engine on the Python skeletons ({@code adapters/python/examples/
+ * numpy_skeleton_backend.py}, the drafter on {@code RowsSkeleton}, and {@code numpy_skeleton_target.py}, the hybrid
+ * target on {@code TargetRowsSkeleton}) passes every rule, the target's §13 rules included; the fake block on the
+ * TypeScript skeleton ({@code adapters/typescript/examples/skeleton_backend.ts}, its committed build) passes every rule
+ * that checks an engine against the contract and itself and fails exactly the four that compare its (fake) numbers
+ * with the reference. Skips, printing why, where python3 with numpy or Node 20 is missing.
  */
 class SdkSkeletonTckTest {
     private static final Path ROOT = Path.of("..").toAbsolutePath().normalize();
@@ -70,10 +71,19 @@ class SdkSkeletonTckTest {
         Map<String, String> status = tck("exec:env 'PYTHONPATH=" + python + "' python3 '"
                 + python.resolve("examples/numpy_skeleton_backend.py") + "'");
         assertThat(status).doesNotContainValue("FAILED");
-        assertThat(status.values().stream().filter("PASSED"::equals).count()).isGreaterThanOrEqualTo(18);
+        assertThat(status.values().stream().filter("PASSED"::equals).count()).isGreaterThanOrEqualTo(30);
         assertThat(status).containsEntry("required_s11_1_badInputCatalogue", "PASSED")
                 .containsEntry("optional_s7_seededSamplingMatchesTheReference", "PASSED")
                 .containsEntry("optional_s2_quantizedChainsFollowTheReference", "PASSED");
+        // the hybrid target on the target skeleton (numpy_skeleton_target.py): every §13 rule but the untestable one
+        Map<String, String> target = new TreeMap<>(status);
+        target.keySet().removeIf(rule -> !rule.contains("_s13_"));
+        assertThat(target).hasSize(13).containsEntry("required_s13_3_badCallCatalogue", "PASSED")
+                .containsEntry("stochastic_s13_3_randomChainsFollowTheReference", "PASSED")
+                .containsEntry("required_s13_3_captureRestoreRoundTripIsByteIdentical", "PASSED")
+                .containsEntry("required_s13_1_logitsAndTapsMatchTheReference", "PASSED");
+        target.remove("untested_s13_3_deviceFailurePoisonsTheGroup");
+        assertThat(target).allSatisfy((rule, s) -> assertThat(s).as(rule).isEqualTo("PASSED"));
     }
 
     @Test
