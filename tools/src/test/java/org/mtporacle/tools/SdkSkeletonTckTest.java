@@ -10,6 +10,8 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
@@ -51,9 +53,11 @@ class SdkSkeletonTckTest {
         Assumptions.assumeTrue(why == null, why);
     }
 
-    private Map<String, String> tck(String backend) throws IOException {
-        Cli r = Cli.run("tck", "--backend", backend, "--chains", "1", "--prefill-split", "12", "--report",
-                dir.toString());
+    private Map<String, String> tck(String backend, String... more) throws IOException {
+        List<String> args = new ArrayList<>(List.of("tck", "--backend", backend, "--chains", "1", "--prefill-split",
+                "12", "--report", dir.toString()));
+        args.addAll(List.of(more));
+        Cli r = Cli.run(args.toArray(String[]::new));
         System.out.println(r.out().lines().filter(l -> l.startsWith("OK") || l.startsWith("FAILED"))
                 .findFirst().orElse(r.out()));
         JsonNode json = new ObjectMapper().readTree(dir.resolve("report.json").toFile());
@@ -104,5 +108,25 @@ class SdkSkeletonTckTest {
                 .containsEntry("required_s10_1_9_failedAppendIsAtomic", "PASSED")
                 .containsEntry("required_s11_11_closedModelRefusesEveryCall", "PASSED");
         assertThat(status.values().stream().filter("PASSED"::equals).count()).isGreaterThanOrEqualTo(13);
+    }
+
+    /**
+     * The fake target on the TypeScript target skeleton ({@code adapters/typescript/examples/
+     * target_skeleton_backend.ts}, its committed build; no drafter) under the §13 rules that check an engine against
+     * the contract and itself: the target bad-call catalogue above all (its numbers are not the Qwen target's, so the
+     * rules that compare them with the reference are not run).
+     */
+    @Test
+    void theFakeTargetOnTheTypeScriptTargetSkeletonPassesTheSelfConsistentTargetRules() throws IOException {
+        assume("typescript target skeleton", missing("node", "-e",
+                "process.exit(Number(process.versions.node.split('.')[0]) >= 20 ? 0 : 1)"));
+        Path engine = ROOT.resolve("adapters/typescript/dist/examples/target_skeleton_backend.js");
+        assertThat(engine).isRegularFile();
+        List<String> rules = List.of("required_s13_3_badCallCatalogue",
+                "required_s13_3_captureRestoreRoundTripIsByteIdentical", "required_s13_3_filterRowsPermutesRows",
+                "required_s13_3_rollbackEqualsNeverFeedingTheRejected", "required_s13_3_splitPrefillEqualsOnePrefill");
+        Map<String, String> status = tck("exec:node '" + engine + "'", "--rule", String.join(",", rules));
+        assertThat(status.keySet()).containsExactlyInAnyOrderElementsOf(rules);
+        assertThat(status).allSatisfy((rule, s) -> assertThat(s).as(rule).isEqualTo("PASSED"));
     }
 }
