@@ -6,6 +6,7 @@ AbstractTargetRows.java, not from target_rows.py) and change nothing; a failure 
 nothing."""
 
 import os
+import re
 import unittest
 
 import numpy as np
@@ -13,7 +14,7 @@ import numpy as np
 from mtp_wire import (BACKEND_FAILURE, ILLEGAL_STATE, INCOMPATIBLE_CHECKPOINT, INVALID_ARGUMENT, LoadArgs, MtpError,
                       TargetCheckpoint, Tensor, target_checkpoint_digest)
 from mtp_wire import target_rows as TR
-from tests.support import REPO, f32, i32
+from tests.support import ADAPTER, EXAMPLES, REPO, f32, i32
 
 import numpy_skeleton_target as st  # noqa: E402 (examples/ is on sys.path through tests.support)
 from numpy_mtp.target import HybridTarget, TargetGroup  # noqa: E402
@@ -280,6 +281,14 @@ class BadCallsTest(unittest.TestCase):
         self.assertEqual(e.exception.message, "prefill: the backend's forward returned logits of shape [1, 1, %d], "
                                               "expected [1, 1, %d]" % (V - 1, V))
         self.assertEqual(g.processed_tokens(), [0])
+
+
+class ReadmeTest(unittest.TestCase):
+    def test_the_target_adapter_in_the_readme_is_the_file(self):
+        with open(os.path.join(ADAPTER, "README.md"), encoding="utf-8") as f:
+            blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+        with open(os.path.join(EXAMPLES, "numpy_skeleton_target.py"), encoding="utf-8") as f:
+            self.assertIn(f.read(), blocks)
 
 
 class FailureAtomicityTest(unittest.TestCase):
