@@ -3,6 +3,11 @@
 // AbstractTargetRows.java, not from target_rows.ts) for the target bad-call catalogue's calls, rows unchanged; a
 // failure at any step of any call changes nothing; checkpoints round-trip with the digest of WIRE.md §5.3; and the
 // skeleton's engine answers over the wire. node --test adapters/typescript/test/
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, mkdirSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { MtpError, Server, Tensor, TargetShape, targetCheckpointDigest, withTarget } from "../dist/src/index.js";
@@ -214,4 +219,20 @@ test("withTarget: the engine claims the capability and serves the skeleton over 
   assert.match(c.result.checkpoint.digest, /^[0-9a-f]{64}$/);
   assert.deepEqual(call("targetCommit", { group: g, accepted: [0] }).error,
     { kind: IS, message: "commit: no verify round is open (spec §13.3)", poisoned: false });
+});
+
+test("the package exports the target skeleton as mtp-wire/target_rows and from mtp-wire",
+  { skip: process.versions.bun ? "checks Node's resolution of package exports" : false }, () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "mtp-wire-target-"));
+  try {
+    mkdirSync(path.join(dir, "node_modules"));
+    symlinkSync(path.join(path.dirname(fileURLToPath(import.meta.url)), ".."), path.join(dir, "node_modules", "mtp-wire"), "dir");
+    const probe = "const a = await import('mtp-wire/target_rows'); const b = await import('mtp-wire');"
+      + "console.log(typeof a.TargetRowsSkeleton, a.TargetRowsSkeleton === b.TargetRowsSkeleton, typeof b.withTarget)";
+    const r = spawnSync(process.execPath, ["--input-type=module", "-e", probe], { cwd: dir, encoding: "utf8", timeout: 60000 });
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout.trim(), "function true function");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
