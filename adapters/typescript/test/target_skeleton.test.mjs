@@ -4,7 +4,7 @@
 // failure at any step of any call changes nothing; checkpoints round-trip with the digest of WIRE.md §5.3; and the
 // skeleton's engine answers over the wire. node --test adapters/typescript/test/
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, mkdirSync, rmSync, symlinkSync } from "node:fs";
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -235,4 +235,11 @@ test("the package exports the target skeleton as mtp-wire/target_rows and from m
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("the README's target engine is examples/target_skeleton_backend.ts", () => {
+  const pkg = path.join(path.dirname(fileURLToPath(import.meta.url)), "..");
+  const file = readFileSync(path.join(pkg, "examples", "target_skeleton_backend.ts"), "utf8");
+  const blocks = [...readFileSync(path.join(pkg, "README.md"), "utf8").matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]);
+  assert.ok(blocks.includes(file), "README.md has no ts block equal to examples/target_skeleton_backend.ts");
 });
