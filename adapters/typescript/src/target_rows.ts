@@ -573,11 +573,13 @@ export interface TargetOptions<T> {
   numerics?: string;
 }
 
-/** `engine` (e.g. rowsEngine(…)) that also runs the hybrid target on a TargetRowsSkeleton subclass: its hello claims
- * `capabilities.target` and its loadTarget opens groups of `o.rows` (WIRE.md §5.2). */
+/** `engine` (e.g. rowsEngine(…), or an instance of your own Engine class) that also runs the hybrid target on a
+ * TargetRowsSkeleton subclass: its hello claims `capabilities.target` and its loadTarget opens groups of `o.rows`
+ * (WIRE.md §5.2). */
 export function withTarget<T>(engine: Engine, o: TargetOptions<T>): Engine {
   return {
-    ...engine,
+    name: engine.name,
+    version: engine.version,
     hello(): HelloResult {
       const r = engine.hello();
       return { ...r, capabilities: { ...(r.capabilities ?? {}), target: true } };

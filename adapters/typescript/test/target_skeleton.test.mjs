@@ -198,9 +198,16 @@ test("a failure at any step of any call changes nothing, and the call then succe
 });
 
 test("withTarget: the engine claims the capability and serves the skeleton over the wire's target ops", () => {
-  const drafter = { name: "t", version: "1", hello: () => ({ profiles: [], capabilities: { maxRows: 4 } }), load: () => { throw new Error("no"); } };
+  class Drafter {   // an Engine class: its methods live on the prototype
+    get name() { return "t"; }
+    get version() { return "1"; }
+    hello() { return { profiles: [], capabilities: { maxRows: 4 } }; }
+    load() { throw new Error("no"); }
+  }
+  const drafter = new Drafter();
   const engine = withTarget(drafter, { load: (a) => TargetShape.of(a.config, a.identity), rows: (s) => new FakeTargetRows(s) });
   assert.deepEqual(engine.hello().capabilities, { maxRows: 4, target: true });
+  assert.deepEqual([engine.name, engine.version, typeof engine.load], ["t", "1", "function"]);
   const server = new Server(engine, () => {});
   let id = 0;
   const call = (op, args = {}, tensors = []) => {

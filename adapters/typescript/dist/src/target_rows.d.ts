@@ -125,6 +125,7 @@ export interface TargetOptions<T> {
     rows(target: T, args: LoadTargetArgs): TargetRowsSkeleton<unknown>;
     numerics?: string;
 }
-/** `engine` (e.g. rowsEngine(…)) that also runs the hybrid target on a TargetRowsSkeleton subclass: its hello claims
- * `capabilities.target` and its loadTarget opens groups of `o.rows` (WIRE.md §5.2). */
+/** `engine` (e.g. rowsEngine(…), or an instance of your own Engine class) that also runs the hybrid target on a
+ * TargetRowsSkeleton subclass: its hello claims `capabilities.target` and its loadTarget opens groups of `o.rows`
+ * (WIRE.md §5.2). */
 export declare function withTarget<T>(engine: Engine, o: TargetOptions<T>): Engine;
