@@ -1,10 +1,11 @@
 """The numpy engine (numpy_mtp: its float64 block and seeded sampler) on mtp_wire's row skeleton: this file is the
-whole adapter. Run: mtp tck --backend exec:'python3 adapters/python/examples/numpy_skeleton_backend.py'"""
+drafter's whole adapter. Run: mtp tck --backend exec:'python3 adapters/python/examples/numpy_skeleton_backend.py'"""
 import sys
 import numpy as np
 import mtp_wire
 from numpy_mtp.rows import Model
 from numpy_mtp.sampling import sample_row
+from numpy_skeleton_target import NumpyTargetRows, load_target   # the hybrid target's adapter (WIRE.md §5.2)
 
 class NumpyRows(mtp_wire.RowsSkeleton):   # storage: a tuple of (RowCache, retained hidden), one per row
     def __init__(self, m, args):
@@ -30,5 +31,6 @@ class NumpyRows(mtp_wire.RowsSkeleton):   # storage: a tuple of (RowCache, retai
 
 if __name__ == "__main__":
     sys.exit(mtp_wire.serve_rows("numpy-mtp-skeleton", "1.0", lambda a: Model(a.directory, a.identity), NumpyRows,
-                                 seededSampling=True, routerChoices=True, weightDtypes=["F32", "F16", "BF16"],
+                                 load_target=load_target, target_rows=NumpyTargetRows, seededSampling=True,
+                                 routerChoices=True, weightDtypes=["F32", "F16", "BF16"],
                                  quantization=[{"bits": b, "groupSizes": [32, 64, 128]} for b in (2, 3, 4, 5, 6, 8)]))

@@ -4,7 +4,8 @@ over the protocol mtp-oracle-wire/1 (conformance/WIRE.md). Stdlib + numpy; Pytho
     from mtp_wire import Engine, DraftModel, DraftRows, Checkpoint, MtpError, Tensor, serve
 
 Subclass Engine (hello_result, load), DraftModel (open_rows) and DraftRows (the contract calls), then call
-serve(MyEngine()). See README.md."""
+serve(MyEngine()); or subclass the skeletons, RowsSkeleton (the drafter) and TargetRowsSkeleton (the hybrid target),
+with your storage and maths, and call serve_rows. See README.md."""
 
 from .errors import (BACKEND_FAILURE, ILLEGAL_STATE, INCOMPATIBLE_CHECKPOINT, INCOMPATIBLE_MODEL, INVALID_ARGUMENT,
                      KINDS, MALFORMED_FILE, UNAVAILABLE, MtpError)
@@ -22,3 +23,9 @@ __all__ = ["BACKEND_FAILURE", "ILLEGAL_STATE", "INCOMPATIBLE_CHECKPOINT", "INCOM
 from .rows import LoadArgs, RowShape, RowState, RowsEngine, RowsSkeleton, serve_rows  # noqa: E402
 
 __all__ += ["LoadArgs", "RowShape", "RowState", "RowsEngine", "RowsSkeleton", "serve_rows"]
+
+# the target row skeleton (target_rows.py): subclass TargetRowsSkeleton, serve it with serve_rows(load_target=…,
+# target_rows=…) beside the drafter
+from .target_rows import Forwarded, TargetRowState, TargetRowsSkeleton, TargetShape  # noqa: E402
+
+__all__ += ["Forwarded", "TargetRowState", "TargetRowsSkeleton", "TargetShape"]

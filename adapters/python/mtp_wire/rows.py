@@ -649,15 +649,23 @@ class RowsEngine:
     """An Engine over a RowsSkeleton subclass: `load(args)` returns the engine's model (args: LoadArgs, options
     already refused when not empty), `rows(model, args)` a group of no rows, to which the checkpoints of `openRows`
     are appended (all or nothing). `capabilities` adds to or replaces the defaults (greedy only, F32/F16/BF16 taps,
-    64 rows, depth 64); `seededSampling=True` claims SPEC.md's seeded draw."""
+    64 rows, depth 64); `seededSampling=True` claims SPEC.md's seeded draw. With `load_target` and `target_rows`
+    (the same for the target's loadTarget and a TargetRowsSkeleton subclass, target_rows.py) the engine claims the
+    `target` capability and runs the hybrid target too (WIRE.md §5.2)."""
 
-    def __init__(self, name, version, load, rows, description=None, numerics=None, tolerance=None, **capabilities):
+    def __init__(self, name, version, load, rows, description=None, numerics=None, tolerance=None, load_target=None,
+                 target_rows=None, **capabilities):
         self.name, self.version = name, version
         self._load, self._rows = load, rows
+        self._load_target, self._target_rows = load_target, target_rows
         self.description, self.numerics = description, numerics
         self.tolerance = tolerance or F32_TOLERANCE
         self.capabilities = {"seededSampling": False, "tapDtypes": list(FLOATS), "maxRows": 64,
                              "maxDepth": MAX_DEPTH}
+        if (load_target is None) != (target_rows is None):
+            raise ValueError("RowsEngine: load_target and target_rows go together")
+        if target_rows is not None:
+            self.capabilities["target"] = True
         self.capabilities.update(capabilities)
 
     def hello_result(self):
@@ -677,6 +685,18 @@ class RowsEngine:
             raise E.invalid_argument("load: directory = %r, expected a path" % (directory,))
         args = LoadArgs(directory, layout, identity, options, config)
         return _RowsModel(self._load(args), args, self._rows, self.numerics)
+
+    def load_target(self, directory, layout, identity, options, config):
+        if self._target_rows is None:
+            raise E.MtpError(E.UNAVAILABLE, "loadTarget: this engine runs the drafter only (no target capability, "
+                                            "WIRE.md §4)")
+        if options:
+            raise E.invalid_argument("loadTarget: unknown option(s) %s; this engine takes none"
+                                     % ", ".join(sorted(map(str, options))))
+        if not isinstance(directory, str):
+            raise E.invalid_argument("loadTarget: directory = %r, expected a path" % (directory,))
+        args = LoadArgs(directory, layout, identity, options, config)
+        return _RowsModel(self._load_target(args), args, self._target_rows, self.numerics)
 
 
 class _RowsModel:

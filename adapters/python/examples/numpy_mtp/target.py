@@ -20,7 +20,7 @@ from .moe import MoeMlp
 MAX_WIDTH = 65               # the pending token and 64 drafts (api TargetContract.MAX_WIDTH)
 MAX_POSITIONS = 1 << 20      # api RowContract.MAX_POSITIONS
 MAX_ELEMENTS = 1 << 30       # api RowContract.MAX_ELEMENTS
-PREFILL_CHUNK = 64           # a prefill's forward-size bound counts at most this many positions
+PREFILL_CHUNK = 2048         # a prefill's forward-size bound counts at most this many positions (the Java chunk)
 
 
 def rms_norm(x, gain, eps):
