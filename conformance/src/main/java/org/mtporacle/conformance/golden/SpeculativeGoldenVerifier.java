@@ -123,9 +123,6 @@ public final class SpeculativeGoldenVerifier {
     }
 
     private Result compare(SpeculativeRun.Result run, List<int[]> plain) {
-        if (plain != null) {
-            plainEqualsSpeculative(run, plain);
-        }
         int offPath = 0;
         boolean onPath = true;
         for (int k = 0; k < golden.rounds().size() && findings.isEmpty(); k++) {
@@ -143,6 +140,9 @@ public final class SpeculativeGoldenVerifier {
         }
         for (int q = 0; q < golden.requests().size() && findings.isEmpty(); q++) {
             output(q, run.outputs().get(q));
+        }
+        if (plain != null && findings.isEmpty()) {
+            plainEqualsSpeculative(run, plain);
         }
         return new Result(golden.name(), side, tol.describe(), golden.rounds().size(), compared, tokens, nearTies,
                 digests, normStates, offPath, List.copyOf(findings));
