@@ -111,13 +111,28 @@ public final class SpeculativeGoldenVerifier {
                     + "recorded on " + g.targetIdentity() + " and " + g.drafterIdentity() + " (re-record with `mtp "
                     + "golden record --speculative --fixture " + g.fixture() + "`)");
         }
+        if (g.requests().isEmpty()) {
+            throw MtpException.malformedFile("golden " + g.name() + ": no requests, so nothing to run or compare");
+        }
         int vocab = target.model().config().shape().vocabSize();
         for (int q = 0; q < g.requests().size(); q++) {
-            for (int t : g.requests().get(q).prompt()) {
-                if (t >= vocab) {
-                    throw MtpException.malformedFile("golden " + g.name() + ": requests[" + q + "].prompt holds "
-                            + "token " + t + ", outside the vocabulary [0, " + vocab + ")");
-                }
+            inVocabulary(g, "requests[" + q + "].prompt", g.requests().get(q).prompt(), vocab);
+            inVocabulary(g, "outputs[" + q + "]", g.outputs().get(q), vocab);
+        }
+        for (int k = 0; k < g.rounds().size(); k++) {
+            for (int i = 0; i < g.rounds().get(k).rows().size(); i++) {
+                Row w = g.rounds().get(k).rows().get(i);
+                inVocabulary(g, "rounds[" + k + "].rows[" + i + "].drafted", w.drafted(), vocab);
+                inVocabulary(g, "rounds[" + k + "].rows[" + i + "].emitted", w.emitted(), vocab);
+            }
+        }
+    }
+
+    private static void inVocabulary(SpeculativeGolden g, String field, int[] tokens, int vocab) {
+        for (int t : tokens) {
+            if (t >= vocab) {
+                throw MtpException.malformedFile("golden " + g.name() + ": " + field + " holds token " + t
+                        + ", outside the vocabulary [0, " + vocab + ")");
             }
         }
     }

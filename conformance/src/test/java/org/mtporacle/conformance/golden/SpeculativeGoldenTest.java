@@ -4,6 +4,8 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.target.TinyTarget;
@@ -115,6 +117,44 @@ class SpeculativeGoldenTest {
                 System.out.println("[speculative golden] " + name + ", state not rolled back: " + finding);
                 assertThat(finding).startsWith("backend: ").containsPattern("round \\d+, request \\d+");
             }
+        }
+    }
+
+    /**
+     * The goldens alone, under {@code f32}, catch the mutants whose bug changes a state's size, a token or P; a
+     * transposed state keeps every norm and every token (the engine reads its own orientation back), so only an exact
+     * profile's digest or the lockstep's NMSE sees it.
+     */
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(value = TargetMutation.class, names = {"NONE", "KEEP_REBUILD_MIXED_UP", "TRANSPOSED_STATE"},
+            mode = EnumSource.Mode.EXCLUDE)
+    void everyTargetMutantThatChangesANormATokenOrPFailsAGolden(TargetMutation mutation) {
+        try (SimpleTarget mutant = new SimpleTarget(TinyTarget.fixture().target(), mutation)) {
+            String first = null;
+            for (String name : COMMITTED) {
+                List<SpeculativeGoldenVerifier.Result> r = SpeculativeGoldenVerifier.verify(committed(name),
+                        scalarTarget, scalarDrafter, mutant, scalarDrafter, Tolerance.F32);
+                if (!r.getLast().ok()) {
+                    first = name + ": " + r.getLast().findings().getFirst();
+                    break;
+                }
+            }
+            System.out.println("[speculative golden] " + mutation + ": " + (first == null ? "passes" : first));
+            assertThat(first).as("%s fails one of %s", mutation, COMMITTED).isNotNull();
+        }
+    }
+
+    @Test
+    void aTransposedStateIsCaughtByDigestUnderAnExactProfile() {
+        try (SimpleTarget mutant = new SimpleTarget(TinyTarget.fixture().target(), TargetMutation.TRANSPOSED_STATE)) {
+            List<SpeculativeGoldenVerifier.Result> r = SpeculativeGoldenVerifier.verify(committed(COMMITTED.getFirst()),
+                    scalarTarget, scalarDrafter, mutant, scalarDrafter, Tolerance.F32);
+            System.out.println("[speculative golden] TRANSPOSED_STATE under f32: " + (r.getLast().ok() ? "passes"
+                    : r.getLast().findings().getFirst()));
+            r = SpeculativeGoldenVerifier.verify(committed(COMMITTED.getFirst()), scalarTarget, scalarDrafter, mutant,
+                    scalarDrafter, Tolerance.EXACT);
+            assertThat(r.getLast().findings()).singleElement().asString().containsPattern(
+                    "round \\d+, request \\d+ .*target state: digest");
         }
     }
 
