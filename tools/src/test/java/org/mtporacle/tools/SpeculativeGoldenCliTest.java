@@ -53,6 +53,21 @@ class SpeculativeGoldenCliTest {
         assertThat(r.out()).doesNotContain("Exception", "\tat ");
     }
 
+    /** A re-sealed token outside the vocabulary is malformed (exit 3, field named), never an index error. */
+    @Test
+    void aResealedTokenOutsideTheVocabularyExitsThreeNamingTheField(@TempDir Path tmp) throws Exception {
+        Path json = copy(tmp);
+        ObjectNode root = (ObjectNode) new com.fasterxml.jackson.databind.ObjectMapper().readTree(json.toFile());
+        root.remove("contentSha256");
+        ((com.fasterxml.jackson.databind.node.ArrayNode) root.withArray("outputs").get(1)).set(3, 99_999);
+        root.put("contentSha256", JsonText.canonicalSha256(root));
+        Files.writeString(json, JsonText.pretty(root));
+        Cli r = Cli.run("golden", "verify", "--backend", "reference", json.toString());
+        assertThat(r.exit()).as(r.out()).isEqualTo(MtpCommand.EXIT_ERROR);
+        assertThat(r.out()).contains("outputs[1] holds token 99999, outside the vocabulary [0, ")
+                .doesNotContain("Exception");
+    }
+
     /** A forger who re-seals the file is caught by the run: the round and the request are named; diff shows it. */
     @Test
     void aResealedDigestFailsNamingTheRoundAndRequestAndDiffShowsIt(@TempDir Path tmp) throws Exception {

@@ -8,6 +8,7 @@ import org.mtporacle.api.RowSampler;
 import org.mtporacle.api.TargetOutput;
 import org.mtporacle.api.TargetRows;
 import org.mtporacle.api.Tolerance;
+import org.mtporacle.api.UntrustedText;
 import org.mtporacle.conformance.compare.NearTie;
 import org.mtporacle.conformance.golden.SpeculativeRun.Round;
 import org.mtporacle.conformance.golden.SpeculativeRun.Row;
@@ -89,30 +90,41 @@ public final class SpeculativeGoldenVerifier {
             return out;
         }
         SpeculativeRun.Result sub;
+        List<int[]> plain;
         try {
             sub = SpeculativeRun.run(subjectTarget, subjectDrafter, golden.requests(), golden.options());
+            plain = SpeculativeRun.plain(subjectTarget, golden.requests());
         } catch (MtpException e) {
             if (e.kind() == MtpException.Kind.BACKEND_FAILURE) {
                 throw e;
             }
-            return List.of(out.getFirst(), new Result(golden.name(), "backend", tol.describe(), golden.rounds().size(),
-                    0, 0, 0, 0, 0, 0, List.of("the speculative loop failed on the backend: " + e.getMessage())));
+            return failed(golden, tol, out.getFirst(), e.getMessage());
+        } catch (RuntimeException e) {
+            return failed(golden, tol, out.getFirst(), e.toString());
         }
-        List<int[]> plain = SpeculativeRun.plain(subjectTarget, golden.requests());
         out.add(new SpeculativeGoldenVerifier(golden, target, tol, "backend", ref.logprobs()).compare(sub, plain));
         return out;
+    }
+
+    /** The reference's result and a backend whose loop or plain decoding was refused or threw. */
+    private static List<Result> failed(SpeculativeGolden golden, Tolerance tol, Result reference, String why) {
+        return List.of(reference, new Result(golden.name(), "backend", tol.describe(), golden.rounds().size(), 0, 0,
+                0, 0, 0, 0, List.of("backend: the speculative loop failed: " + why)));
     }
 
     private static void check(SpeculativeGolden g, ReferenceTarget target, ReferenceDraftModel drafter) {
         if (!target.model().identity().equals(g.targetIdentity())
                 || !drafter.model().identity().equals(g.drafterIdentity())) {
-            throw MtpException.incompatibleModel("golden " + g.name() + ": fixture " + g.fixture() + " has target "
+            throw MtpException.incompatibleModel("golden " + UntrustedText.quote(g.name()) + ": fixture "
+                    + UntrustedText.quote(String.valueOf(g.fixture())) + " has target "
                     + target.model().identity() + " and drafter " + drafter.model().identity() + ", the golden was "
                     + "recorded on " + g.targetIdentity() + " and " + g.drafterIdentity() + " (re-record with `mtp "
-                    + "golden record --speculative --fixture " + g.fixture() + "`)");
+                    + "golden record --speculative --fixture " + UntrustedText.clip(String.valueOf(g.fixture()))
+                    + "`)");
         }
         if (g.requests().isEmpty()) {
-            throw MtpException.malformedFile("golden " + g.name() + ": no requests, so nothing to run or compare");
+            throw MtpException.malformedFile("golden " + UntrustedText.quote(g.name()) + ": no requests, so nothing "
+                    + "to run or compare");
         }
         int vocab = target.model().config().shape().vocabSize();
         for (int q = 0; q < g.requests().size(); q++) {
@@ -131,8 +143,8 @@ public final class SpeculativeGoldenVerifier {
     private static void inVocabulary(SpeculativeGolden g, String field, int[] tokens, int vocab) {
         for (int t : tokens) {
             if (t >= vocab) {
-                throw MtpException.malformedFile("golden " + g.name() + ": " + field + " holds token " + t
-                        + ", outside the vocabulary [0, " + vocab + ")");
+                throw MtpException.malformedFile("golden " + UntrustedText.quote(g.name()) + ": " + field
+                        + " holds token " + t + ", outside the vocabulary [0, " + vocab + ")");
             }
         }
     }
