@@ -15,6 +15,12 @@ import org.mtporacle.conformance.golden.GoldenModels;
 import org.mtporacle.conformance.golden.GoldenScenarios;
 import org.mtporacle.conformance.golden.GoldenTrace;
 import org.mtporacle.conformance.golden.GoldenVerifier;
+import org.mtporacle.conformance.golden.SpeculativeGolden;
+import org.mtporacle.conformance.golden.SpeculativeGoldenVerifier;
+import org.mtporacle.conformance.golden.SpeculativeGoldens;
+import org.mtporacle.conformance.target.lockstep.TargetFixture;
+import org.mtporacle.api.LoadedTarget;
+import org.mtporacle.reference.kernels.Kernels;
 import org.mtporacle.conformance.lockstep.TargetTaps;
 import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
@@ -77,6 +83,11 @@ final class GoldenCommand implements Runnable {
                 + "that exists is refused before anything is recorded).")
         boolean force;
 
+        @Option(names = "--speculative", description = "Record whole speculative runs instead: the reference's loop "
+                + "over a target fixture's target and drafter (--fixture: tiny-target by default, small-target, "
+                + "tiny-moe-target; --scenario: speculative-keep, speculative-rebuild, default both).")
+        boolean speculative;
+
         @Mixin
         ModelOption model;
 
@@ -91,6 +102,9 @@ final class GoldenCommand implements Runnable {
 
         @Override
         public Integer call() {
+            if (speculative) {
+                return speculative();
+            }
             ContextSource source = contexts.source();
             for (String s : scenarios) {
                 Mixins.Usage.require(spec, GoldenScenarios.NAMES.contains(s), "--scenario " + s
@@ -159,6 +173,48 @@ final class GoldenCommand implements Runnable {
             }
             return MtpCommand.EXIT_OK;
         }
+
+        /** {@code --speculative}: speculative-run goldens on target fixtures ({@link SpeculativeGoldens}). */
+        private Integer speculative() {
+            Mixins.Usage.require(spec, !model.given() && contexts.source().tap() == null, "--speculative runs a "
+                    + "target fixture's own target and drafter: --model and --contexts do not apply");
+            List<String> names = fixtures.isEmpty() ? SpeculativeGoldens.DEFAULT_FIXTURES : fixtures;
+            for (String f : names) {
+                Mixins.Usage.require(spec, FixtureRecipe.TARGETS.contains(f), "--fixture " + f + ": not a target "
+                        + "fixture (known: " + String.join(", ", FixtureRecipe.TARGETS) + ")");
+            }
+            for (String sc : scenarios) {
+                Mixins.Usage.require(spec, SpeculativeGoldens.NAMES.contains(sc), "--scenario " + sc + ": unknown "
+                        + "with --speculative, expected one of " + String.join(", ", SpeculativeGoldens.NAMES));
+            }
+            List<String> chosen = scenarios.isEmpty() ? SpeculativeGoldens.NAMES : scenarios;
+            if (!force) {
+                List<String> there = names.stream().flatMap(f -> chosen.stream().map(sc ->
+                        SpeculativeGoldens.name(f, sc) + ".json")).filter(n -> Files.exists(out.resolve(n))).toList();
+                if (!there.isEmpty()) {
+                    throw MtpException.invalidArgument(out + " already holds " + String.join(", ", there)
+                            + " (give --force to replace them)");
+                }
+            }
+            ProgressLine progress = quiet.progress();
+            int done = 0;
+            for (String f : names) {
+                progress.update("loading " + f, done, names.size() * chosen.size(), "");
+                TargetFixture fx = TargetFixture.load(f, FixtureRecipe.defaultCache());
+                for (String sc : chosen) {
+                    progress.update("recording " + SpeculativeGoldens.name(f, sc), done, names.size()
+                            * chosen.size(), "");
+                    Path json = SpeculativeGoldens.record(fx, sc, out);
+                    done++;
+                    try {
+                        progress.println(String.format("recorded %s (%.1f KiB)", json, Files.size(json) / 1024.0));
+                    } catch (IOException e) {
+                        progress.println("recorded " + json);
+                    }
+                }
+            }
+            return MtpCommand.EXIT_OK;
+        }
     }
 
     /** {@code mtp golden verify}. */
@@ -204,8 +260,13 @@ final class GoldenCommand implements Runnable {
             ProgressLine progress = quiet.progress();
             int failed = 0;
             int bad = 0;
+            Map<String, TargetFixture> targets = new HashMap<>();
             for (Path f : files) {
                 try {
+                    if (SpeculativeGolden.isGolden(f)) {
+                        failed += speculative(f, b, targets) ? 0 : 1;
+                        continue;
+                    }
                     GoldenFiles.Golden g = GoldenFiles.read(f);
                     MtpModel model = GoldenModels.resolve(g, modelDir, FixtureRecipe.defaultCache(), models);
                     Tolerance tol = GoldenModels.tolerance(tolerance, b, backend.options, g.trace());
@@ -239,6 +300,50 @@ final class GoldenCommand implements Runnable {
             System.out.printf("%d golden trace(s): %d passed, %d failed, %d malformed or unavailable%n", files.size(),
                     files.size() - failed - bad, failed, bad);
             return bad > 0 ? MtpCommand.EXIT_ERROR : failed > 0 ? MtpCommand.EXIT_FAILED : MtpCommand.EXIT_OK;
+        }
+
+        /**
+         * A speculative-run golden: the reference's loop on the golden's target fixture, then the backend's target and
+         * drafter through the same loop; true when both pass.
+         */
+        private boolean speculative(Path f, MtpBackend b, Map<String, TargetFixture> targets) {
+            SpeculativeGolden g = SpeculativeGolden.read(f);
+            if (g.fixture() == null || !FixtureRecipe.TARGETS.contains(g.fixture())) {
+                throw MtpException.malformedFile("golden " + UntrustedText.path(f) + ": model.fixture "
+                        + (g.fixture() == null ? "null" : UntrustedText.quote(g.fixture())) + " is not a target "
+                        + "fixture (" + String.join(", ", FixtureRecipe.TARGETS) + ")");
+            }
+            if (b != null && !b.supportsTarget()) {
+                throw new MtpException(MtpException.Kind.UNAVAILABLE, "backend " + b.name() + " runs the drafter "
+                        + "only (no hybrid target); a speculative-run golden needs both");
+            }
+            TargetFixture fx = targets.computeIfAbsent(g.fixture(), n -> TargetFixture.load(n,
+                    FixtureRecipe.defaultCache()));
+            Tolerance tol = GoldenModels.tolerance(tolerance, b, backend.options, g.tolerance());
+            int threads = Runtime.getRuntime().availableProcessors();
+            List<SpeculativeGoldenVerifier.Result> results;
+            try (ReferenceTarget rt = new ReferenceTarget(fx.target(), new Kernels(KernelMode.SCALAR, threads));
+                 ReferenceDraftModel rd = ReferenceBackend.load(fx.drafter(), KernelMode.SCALAR, threads);
+                 LoadedTarget st = b == null ? null : b.loadTarget(fx.target(), backend.options);
+                 DraftModel sd = b == null ? null : b.load(fx.drafter(), backend.options)) {
+                results = SpeculativeGoldenVerifier.verify(g, rt, rd, st, sd, tol);
+            }
+            boolean ok = results.stream().allMatch(SpeculativeGoldenVerifier.Result::ok);
+            System.out.println((ok ? "ok   " : "FAIL ") + f + ": a whole speculative run (tap " + g.tap().label()
+                    + ", kv " + g.policy().label() + ", " + g.requests().size() + " requests)");
+            for (SpeculativeGoldenVerifier.Result r : results) {
+                System.out.printf("     %s: %d/%d rounds, %d tokens (%d near-ties), states %s, tolerance %s%s%n",
+                        r.side(), r.roundsCompared(), r.rounds(), r.tokens(), r.nearTies(), r.digests() > 0
+                                ? r.digests() + " by digest" : r.normStates() + " by P and tensor norms (a lower "
+                                + "bound on their NMSE; lockstep compares the tensors)", r.tolerance(),
+                        r.side().equals("backend") ? "; speculative == plain on its own target" : "");
+                if (r.roundsOffPath() > 0) {
+                    System.out.println("     " + r.roundsOffPath() + " rounds not compared: the run left the golden's "
+                            + "path at a near-tie");
+                }
+                r.findings().forEach(x -> System.out.println("     " + UntrustedText.line(x)));
+            }
+            return ok;
         }
 
         private void print(Path f, GoldenVerifier.Result r, Tolerance tol) {
@@ -279,7 +384,8 @@ final class GoldenCommand implements Runnable {
                     throw MtpException.invalidArgument("diff: " + p + ": no such file");
                 }
             }
-            List<String> lines = GoldenDiff.diff(a, b);
+            List<String> lines = SpeculativeGolden.isGolden(a) && SpeculativeGolden.isGolden(b)
+                    ? GoldenDiff.diffSpeculative(a, b) : GoldenDiff.diff(a, b);
             if (lines.isEmpty()) {
                 System.out.println("no differences");
                 return MtpCommand.EXIT_OK;
@@ -297,7 +403,8 @@ final class GoldenCommand implements Runnable {
         for (Path p : paths) {
             if (Files.isDirectory(p)) {
                 try (Stream<Path> s = Files.walk(p)) {
-                    s.filter(x -> x.toString().endsWith(".json")).filter(GoldenFiles::isGolden).sorted()
+                    s.filter(x -> x.toString().endsWith(".json"))
+                            .filter(x -> GoldenFiles.isGolden(x) || SpeculativeGolden.isGolden(x)).sorted()
                             .forEach(out::add);
                 } catch (IOException e) {
                     throw MtpException.invalidArgument("verify: cannot list " + p + " (" + e.getMessage() + ")");

@@ -91,6 +91,9 @@ class CommittedGoldensTest {
         int checked = 0;
         for (Path json : goldens()) {
             ObjectNode root = (ObjectNode) new ObjectMapper().readTree(json.toFile());
+            if (!root.path("format").asText().equals(GoldenTrace.FORMAT)) {
+                continue; // a speculative-run golden holds no tensors (SpeculativeGoldenCliTest)
+            }
             Path st = json.resolveSibling(root.path("tensors").path("file").asText());
             assertThat(sha256(Files.readAllBytes(st))).isEqualTo(root.path("tensors").path("sha256").asText());
             try (SafetensorsFile f = SafetensorsFile.open(st)) {

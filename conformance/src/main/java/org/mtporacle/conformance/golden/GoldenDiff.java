@@ -66,6 +66,60 @@ public final class GoldenDiff {
         return out;
     }
 
+    /**
+     * The differences between two speculative-run goldens ({@link SpeculativeGolden}): header fields and requests,
+     * then per round entry its index, depth and rows, and per row the drafted, accepted and emitted values and each
+     * state's P, digest and norms; then the outputs. Empty when they say the same thing.
+     */
+    public static List<String> diffSpeculative(Path a, Path b) {
+        ObjectNode x = SpeculativeGolden.readUnchecked(a).toJson();
+        ObjectNode y = SpeculativeGolden.readUnchecked(b).toJson();
+        List<String> out = new ArrayList<>();
+        for (String section : List.of("name", "model", "options", "requests")) {
+            nested(section, x.get(section), y.get(section), out);
+        }
+        JsonNode rx = x.get("rounds");
+        JsonNode ry = y.get("rounds");
+        for (int k = 0; k < Math.max(rx.size(), ry.size()); k++) {
+            if (k >= rx.size() || k >= ry.size()) {
+                out.add("round entry " + k + ": only in " + (k >= rx.size() ? "B" : "A") + " (round "
+                        + (k >= rx.size() ? ry : rx).get(k).get("round") + ")");
+                continue;
+            }
+            List<String> lines = new ArrayList<>();
+            nested("", rx.get(k), ry.get(k), lines);
+            if (!lines.isEmpty()) {
+                out.add("round " + rx.get(k).get("round") + ":");
+                lines.forEach(l -> out.add("  " + l.substring(1)));
+            }
+        }
+        fields("outputs", x.get("outputs"), y.get("outputs"), out);
+        return out;
+    }
+
+    /** As {@link #fields}, also into arrays of objects of the same length, element by element ({@code path[i]}). */
+    private static void nested(String path, JsonNode a, JsonNode b, List<String> out) {
+        if (a != null && b != null && a.isArray() && b.isArray() && a.size() == b.size() && a.size() > 0
+                && a.get(0).isObject()) {
+            for (int i = 0; i < a.size(); i++) {
+                nested(path + "[" + i + "]", a.get(i), b.get(i), out);
+            }
+        } else if (a != null && b != null && a.isObject() && b.isObject()) {
+            List<String> names = new ArrayList<>();
+            a.fieldNames().forEachRemaining(names::add);
+            b.fieldNames().forEachRemaining(n -> {
+                if (!names.contains(n)) {
+                    names.add(n);
+                }
+            });
+            for (String n : names) {
+                nested(path + "." + n, a.get(n), b.get(n), out);
+            }
+        } else {
+            fields(path, a, b, out);
+        }
+    }
+
     private record Loaded(GoldenTrace trace, Map<String, HostTensor> tensors) {
     }
 

@@ -37,7 +37,7 @@ import java.util.TreeMap;
  */
 public final class GoldenFiles {
     /** For writing; reading goes through {@link StrictJson}, with the same exact decimals. */
-    private static final ObjectMapper JSON = new ObjectMapper()
+    static final ObjectMapper JSON = new ObjectMapper()
             .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
             .setNodeFactory(JsonNodeFactory.withExactBigDecimals(true));
     /** Golden JSON larger than this is refused before parsing. */
@@ -242,8 +242,7 @@ public final class GoldenFiles {
                 }
                 ArrayNode sm = n.putArray("samplers");
                 for (RowSampler r : d.samplers()) {
-                    sm.addObject().put("temperature", r.temperature()).put("topK", r.topK()).put("topP", r.topP())
-                            .put("seed", Long.toString(r.seed()));
+                    sm.add(sampler(r));
                 }
             }
             case GoldenTrace.Commit c -> {
@@ -306,7 +305,7 @@ public final class GoldenFiles {
         return n;
     }
 
-    private static void ints(ArrayNode a, int[] v) {
+    static void ints(ArrayNode a, int[] v) {
         for (int x : v) {
             a.add(x);
         }
@@ -426,30 +425,41 @@ public final class GoldenFiles {
         JsonNode sm = StrictJson.array(n, "samplers", MAX_ROWS, where);
         List<RowSampler> samplers = new ArrayList<>();
         for (int i = 0; i < sm.size(); i++) {
-            String w = where + ".samplers[" + i + "]";
-            JsonNode s = sm.get(i);
-            if (s == null || !s.isObject()) {
-                throw MtpException.malformedFile(w + " = " + StrictJson.describe(s) + ", expected an object");
-            }
-            String seedText = StrictJson.text(s, "seed", w);
-            long seed;
-            try {
-                seed = Long.parseLong(seedText);
-            } catch (NumberFormatException x) {
-                throw MtpException.malformedFile(w + ".seed = " + UntrustedText.quote(seedText) + ", expected the "
-                        + "decimal string of a signed 64-bit integer");
-            }
-            try {
-                samplers.add(new RowSampler(StrictJson.number(s, "temperature", w), StrictJson.integer(s, "topK", w),
-                        StrictJson.number(s, "topP", w), seed));
-            } catch (MtpException x) {
-                throw x.kind() == MtpException.Kind.MALFORMED_FILE ? x : MtpException.malformedFile(w + ": "
-                        + x.getMessage());
-            }
+            samplers.add(sampler(sm.get(i), where + ".samplers[" + i + "]"));
         }
         int[] pending = ints(StrictJson.array(n, "pending", MAX_ROWS, where), 0, Integer.MAX_VALUE,
                 where + ".pending");
         return new GoldenTrace.Draft(pending, depth, steps, samplers, e);
+    }
+
+    /** A sampler as goldens write it: {@code {temperature, topK, topP, seed}}, the seed a decimal string. */
+    static ObjectNode sampler(RowSampler r) {
+        ObjectNode n = JSON.createObjectNode();
+        n.put("temperature", r.temperature()).put("topK", r.topK()).put("topP", r.topP())
+                .put("seed", Long.toString(r.seed()));
+        return n;
+    }
+
+    /** A sampler as {@link #sampler(RowSampler)} writes it, every field checked. */
+    static RowSampler sampler(JsonNode s, String w) {
+        if (s == null || !s.isObject()) {
+            throw MtpException.malformedFile(w + " = " + StrictJson.describe(s) + ", expected an object");
+        }
+        String seedText = StrictJson.text(s, "seed", w);
+        long seed;
+        try {
+            seed = Long.parseLong(seedText);
+        } catch (NumberFormatException x) {
+            throw MtpException.malformedFile(w + ".seed = " + UntrustedText.quote(seedText) + ", expected the "
+                    + "decimal string of a signed 64-bit integer");
+        }
+        try {
+            return new RowSampler(StrictJson.number(s, "temperature", w), StrictJson.integer(s, "topK", w),
+                    StrictJson.number(s, "topP", w), seed);
+        } catch (MtpException x) {
+            throw x.kind() == MtpException.Kind.MALFORMED_FILE ? x : MtpException.malformedFile(w + ": "
+                    + x.getMessage());
+        }
     }
 
     /** The observables present in {@code n}, each with its type; which must be present is GoldenChecks' rule. */
@@ -509,7 +519,7 @@ public final class GoldenFiles {
     }
 
     /** A SHA-256 written as 64 lowercase hex digits. */
-    private static String sha256Text(JsonNode n, String field, String where) {
+    static String sha256Text(JsonNode n, String field, String where) {
         String v = StrictJson.text(n, field, where);
         if (!v.matches("[0-9a-f]{64}")) {
             throw MtpException.malformedFile(where + ": '" + field + "' = " + UntrustedText.digestPrefix(v) + " ("
@@ -518,7 +528,7 @@ public final class GoldenFiles {
         return v;
     }
 
-    private static int[] ints(JsonNode a, int min, int max, String where) {
+    static int[] ints(JsonNode a, int min, int max, String where) {
         int[] out = new int[a.size()];
         for (int i = 0; i < out.length; i++) {
             out[i] = StrictJson.intElement(a.get(i), min, max, where + "[" + i + "]");
@@ -526,7 +536,7 @@ public final class GoldenFiles {
         return out;
     }
 
-    private static int[][] intRows(JsonNode a, String where) {
+    static int[][] intRows(JsonNode a, String where) {
         int[][] out = new int[a.size()][];
         for (int i = 0; i < out.length; i++) {
             if (!a.get(i).isArray()) {

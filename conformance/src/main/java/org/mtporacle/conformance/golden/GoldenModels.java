@@ -59,6 +59,11 @@ public final class GoldenModels {
      */
     public static Tolerance tolerance(String explicit, MtpBackend backend, Map<String, String> options,
                                       GoldenTrace trace) {
+        return tolerance(explicit, backend, options, trace.options().tolerance());
+    }
+
+    /** As {@link #tolerance(String, MtpBackend, Map, GoldenTrace)}, for a golden whose own profile is {@code own}. */
+    public static Tolerance tolerance(String explicit, MtpBackend backend, Map<String, String> options, String own) {
         if (explicit != null) {
             return Tolerance.named(explicit);
         }
@@ -66,6 +71,6 @@ public final class GoldenModels {
             Tolerance t = BackendProfile.matching(backend.profiles(), options).tolerance();
             return t.exact() ? Tolerance.F32 : t;
         }
-        return Tolerance.named(trace.options().tolerance());
+        return Tolerance.named(own);
     }
 }
