@@ -25,7 +25,8 @@ class FreshProcessRecheckTest {
     /** {@code mtp serve-wire --backend drifting-late} in a JVM of its own, as an exec: backend. */
     private static String engine() {
         List<String> words = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java")
-                .toString(), "--add-modules", "jdk.incubator.vector", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss4m"));
+                .toString(), "--add-modules", "jdk.incubator.vector", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                "-Xss4m")); // C1 only: the engine's work is small, its JVM's start is what costs
         if (System.getProperty("mtp.cache") != null) {
             words.add("-Dmtp.cache=" + System.getProperty("mtp.cache")); // the fixtures other tests wrote
         }
