@@ -31,7 +31,7 @@ public final class RuleFailureLine implements TestExecutionExceptionHandler {
         if (!(thrown instanceof AssertionError)) {
             String what = thrown instanceof MtpException e ? e.kind() + ": " + oneLine(text)
                     : thrown.getClass().getSimpleName() + ": " + oneLine(text);
-            return failure(rule + ": expected every call the rule makes to succeed, the engine failed with " + what,
+            return failure(rule + ": expected a call the rule relies on to succeed, the engine failed with " + what,
                     text, thrown);
         }
         String first = text.lines().findFirst().orElse("");

@@ -29,8 +29,8 @@ class RuleFailureLineTest {
     void anEngineErrorIsPrefixedWithTheRuleAndWhatItExpected() {
         AssertionError e = RuleFailureLine.rewrite("§10.1.7 capture → restore → capture is byte-identical",
                 new MtpException(MtpException.Kind.BACKEND_FAILURE, "capture: not yet"));
-        assertThat(e.getMessage()).isEqualTo("§10.1.7 capture → restore → capture is byte-identical: expected every "
-                + "call the rule makes to succeed, the engine failed with BACKEND_FAILURE: capture: not yet\n"
+        assertThat(e.getMessage()).isEqualTo("§10.1.7 capture → restore → capture is byte-identical: expected a call "
+                + "the rule relies on to succeed, the engine failed with BACKEND_FAILURE: capture: not yet\n"
                 + "capture: not yet");
         assertThat(e.getCause()).isInstanceOf(MtpException.class);
     }
@@ -75,11 +75,12 @@ class RuleFailureLineTest {
                 .flatMap(r -> r.getThrowable()).map(t -> String.valueOf(t.getMessage()).lines().findFirst()
                         .orElse("")).orElse("")).toList();
         firstLines.forEach(System.out::println);
-        assertThat(firstLines).as("the rules that capture fail").hasSizeGreaterThanOrEqualTo(8);
+        // 18 of the 21 rules today: the 2 untested ones are skipped, the quantized one is switched off
+        assertThat(firstLines).as("the rules that capture fail").hasSizeGreaterThanOrEqualTo(18);
         assertThat(firstLines).allSatisfy(l -> assertThat(l.toLowerCase(Locale.ROOT)).contains("expected"));
         assertThat(firstLines).anySatisfy(l -> assertThat(l).isEqualTo(
                 "required_s10_1_7_checkpointRoundTripIsByteIdentical() | §10.1.7 capture → restore → capture is "
-                        + "byte-identical: expected every call the rule makes to succeed, the engine failed with "
+                        + "byte-identical: expected a call the rule relies on to succeed, the engine failed with "
                         + "BACKEND_FAILURE: capture: not yet"));
         assertThat(firstLines).as("none is the engine's text alone").noneMatch(l -> l.endsWith(" | capture: not yet"));
     }
