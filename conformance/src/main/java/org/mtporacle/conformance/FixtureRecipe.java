@@ -32,6 +32,9 @@ import java.util.stream.Stream;
 public record FixtureRecipe(String name, String preset, long seed, FixtureModels.Layout layout, DType dtype, int bits,
                             int groupSize) {
 
+    /** The seed of the dense hybrid-target fixtures ({@code tiny-target}, {@code small-target}, the MoE one). */
+    public static final long TARGET_SEED = 20261201L;
+
     /** The fixtures {@code mtp conform} runs by default. */
     public static final List<FixtureRecipe> BUNDLED = List.of(
             new FixtureRecipe("tiny", "tiny", 1, FixtureModels.Layout.HF, DType.BF16, 0, 0),
@@ -51,12 +54,15 @@ public record FixtureRecipe(String name, String preset, long seed, FixtureModels
             new FixtureRecipe("qwen3.5-0.8b-q4", "qwen3.5-0.8b", 8, FixtureModels.Layout.COMPANION, DType.BF16, 4, 64),
             new FixtureRecipe("tiny-moe-q4-per-expert", "tiny-moe", 13, FixtureModels.Layout.HF, DType.BF16, 4, 32),
             new FixtureRecipe("tiny-moe-ties", "tiny-moe-ties", 20, FixtureModels.Layout.HF, DType.BF16, 0, 0),
-            new FixtureRecipe("tiny-target", "tiny-target", 14, FixtureModels.Layout.HF, DType.BF16, 0, 0),
+            // the dense target fixtures are written with one seed, TARGET_SEED: the target TCK, mtp conform --target,
+            // --contexts target and mtp replay all read the same release
+            new FixtureRecipe("tiny-target", "tiny-target", TARGET_SEED, FixtureModels.Layout.HF, DType.BF16, 0, 0),
             new FixtureRecipe("tiny-target-q4", "tiny-target", 15, FixtureModels.Layout.COMPANION, DType.BF16, 4, 32),
-            new FixtureRecipe("small-target", "small-target", 16, FixtureModels.Layout.HF, DType.BF16, 0, 0),
+            new FixtureRecipe("small-target", "small-target", TARGET_SEED, FixtureModels.Layout.HF, DType.BF16, 0, 0),
             new FixtureRecipe("small-target-q4", "small-target", 17, FixtureModels.Layout.COMPANION, DType.BF16, 4,
                     64),
-            new FixtureRecipe("tiny-moe-target", "tiny-moe-target", 18, FixtureModels.Layout.HF, DType.BF16, 0, 0),
+            new FixtureRecipe("tiny-moe-target", "tiny-moe-target", TARGET_SEED, FixtureModels.Layout.HF, DType.BF16, 0,
+                    0),
             new FixtureRecipe("tiny-moe-target-q4", "tiny-moe-target", 19, FixtureModels.Layout.COMPANION, DType.BF16,
                     4, 32),
             // the wide-gain family: norm gains 1 + N(0, 0.5²) instead of 0.1² (FixtureModels), where bf16 shows the bugs

@@ -20,6 +20,25 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 class TargetFixtureRecipeTest {
     private static final Path CACHE = Path.of("target", "fixture-cache");
 
+    /**
+     * The recipe's release is the one the target tests and {@code mtp conform --target} run on (TargetFixture), and
+     * the one TargetFixtures writes with the target seed, read through the loaders: one tiny-target for every command.
+     */
+    @org.junit.jupiter.api.io.TempDir
+    Path tmp;
+
+    @Test
+    void theTinyTargetRecipeIsTheTargetFixtureAndTheReleaseOfTheTargetSeed() {
+        FixtureRecipe fx = FixtureRecipe.named("tiny-target");
+        var tf = org.mtporacle.conformance.target.lockstep.TargetFixture.load("tiny-target", CACHE);
+        Path written = org.mtporacle.reference.fixture.TargetFixtures.write("tiny-target", 20261201L,
+                tmp.resolve("release"), org.mtporacle.api.DType.BF16);
+        String identity = org.mtporacle.io.TargetLoader.load(written).identity();
+        assertThat(fx.loadTarget(CACHE).identity()).isEqualTo(identity).isEqualTo(tf.target().identity());
+        assertThat(fx.load(CACHE).identity()).isEqualTo(org.mtporacle.io.ModelLoader.load(written).identity())
+                .isEqualTo(tf.drafter().identity());
+    }
+
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"tiny-target", "tiny-target-q4", "small-target", "small-target-q4", "tiny-moe-target",
             "tiny-moe-target-q4"})

@@ -95,6 +95,8 @@ final class ConformCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        // absolute, so the trace paths and replay commands the report prints work from any folder
+        report = report.toAbsolutePath().normalize();
         if (target) {
             return ConformTargetCommand.run(this);
         }
@@ -297,7 +299,7 @@ final class ConformCommand implements Callable<Integer> {
                 parts.add(new ReportFiles.Part(f.toString(), ReportFiles.read(f)));
             }
             ConformReport merged = ReportFiles.merge(parts, allowPartial);
-            Path file = ReportFiles.write(merged, out);
+            Path file = ReportFiles.write(merged, out.toAbsolutePath().normalize());
             if (json.json) {
                 System.out.println(ReportFiles.toJson(merged));
             } else {

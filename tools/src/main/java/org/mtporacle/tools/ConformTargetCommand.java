@@ -16,7 +16,8 @@ import java.util.List;
  * {@code mtp conform --target}: backends' hybrid targets in lockstep with the reference target (spec §13.3), every
  * backend whose {@code supportsTarget()} is true (an {@code exec:} engine claiming the wire's {@code target}
  * capability included); a backend without a target is listed as unavailable, asked for by name the run exits 3. The
- * first failure of an entry is shrunk and written as an {@code mtp-oracle-target-chain} trace.
+ * first failure of an entry is shrunk and written as an {@code mtp-oracle-target-chain} trace. With {@code --shard K/N}
+ * it runs the K-th of N disjoint ranges of the chains; {@code mtp conform merge} joins the shards' reports.
  */
 final class ConformTargetCommand {
     private ConformTargetCommand() {
@@ -30,7 +31,6 @@ final class ConformTargetCommand {
         long seed = c.seed;
         int maxActions = c.maxActions;
         Path report = c.report;
-        Mixins.Usage.require(spec, c.shard.count() == 1, "--shard: not supported with --target yet");
         Mixins.Usage.require(spec, c.contexts.source().tap() == null, "--contexts target: feeds drafter chains; "
                 + "--target runs target chains, which need no contexts");
         Mixins.Usage.require(spec, chains >= 1, "--chains " + chains + ": must be ≥ 1");
@@ -42,12 +42,12 @@ final class ConformTargetCommand {
                     + "fixture (known: " + String.join(", ", FixtureRecipe.TARGETS) + ")");
         }
         TargetConform.Options o = new TargetConform.Options(selected, backends, names, chains, seed, maxActions,
-                report, FixtureRecipe.defaultCache());
+                report, FixtureRecipe.defaultCache(), c.shard.index(), c.shard.count());
         ProgressLine progress = new ProgressLine(c.quiet.quiet || c.json.json);
         boolean live = !c.json.json;
         if (live) {
-            progress.println("mtp conform --target: " + chains + " chains per entry, seed " + seed + "; "
-                    + TargetConform.CONTEXTS);
+            progress.println("mtp conform --target: " + chains + " chains per entry" + (c.shard.count() == 1 ? ""
+                    : " (shard " + c.shard.text() + ")") + ", seed " + seed + "; " + TargetConform.CONTEXTS);
         }
         ConformReport r = TargetConform.run(o, new Conform.Listener() {
             String label = "";

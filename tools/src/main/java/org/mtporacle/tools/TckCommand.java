@@ -148,6 +148,7 @@ final class TckCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
+        report = report.toAbsolutePath().normalize(); // the paths printed work from any folder
         if (listRules) {
             allRules().forEach((rule, title) -> System.out.printf(Locale.ROOT, "%-62s %s%n", rule, title));
             return MtpCommand.EXIT_OK;

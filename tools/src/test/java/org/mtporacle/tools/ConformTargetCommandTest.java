@@ -45,6 +45,33 @@ class ConformTargetCommandTest {
     }
 
     @Test
+    void shardsOfATargetCampaignMergeIntoTheWholeCampaign() throws Exception {
+        Cli whole = Cli.run("conform", "--target", "--backend", "reference", "--fixture", "tiny-target", "--chains",
+                "3", "--report", dir.resolve("whole").toString(), "--quiet");
+        assertThat(whole.exit()).as(whole.out()).isZero();
+        for (String k : new String[] {"1", "2"}) {
+            Cli shard = Cli.run("conform", "--target", "--backend", "reference", "--fixture", "tiny-target",
+                    "--chains", "3", "--shard", k + "/2", "--report", dir.resolve("shard" + k).toString(), "--quiet");
+            assertThat(shard.exit()).as(shard.out()).isZero();
+            JsonNode part = new ObjectMapper().readTree(dir.resolve("shard" + k + "/report.json").toFile());
+            assertThat(part.get("shards").get(0).asText()).isEqualTo(k + "/2");
+            assertThat(part.get("entries").get(0).get("chainsRun").asInt()).as("chains 0 of 0-1, 1-2 of 1-3")
+                    .isEqualTo(k.equals("1") ? 1 : 2);
+        }
+        Cli merged = Cli.run("conform", "merge", dir.resolve("shard1").toString(), dir.resolve("shard2").toString(),
+                "--report", dir.resolve("merged").toString());
+        assertThat(merged.exit()).as(merged.out()).isZero();
+        JsonNode m = new ObjectMapper().readTree(dir.resolve("merged/report.json").toFile()).get("entries").get(0);
+        JsonNode w = new ObjectMapper().readTree(dir.resolve("whole/report.json").toFile()).get("entries").get(0);
+        assertThat(m.get("chainsRun").asInt()).isEqualTo(3);
+        assertThat(m.get("status").asText()).isEqualTo("PASSED");
+        for (String stat : new String[] {"comparedTokens", "comparedCheckpoints", "badCalls"}) {
+            assertThat(m.get("stats").get(stat).asLong()).as("%s: the shards ran the whole campaign's chains", stat)
+                    .isEqualTo(w.get("stats").get(stat).asLong());
+        }
+    }
+
+    @Test
     void aFixtureWithoutATargetIsAUsageError() {
         Cli r = Cli.run("conform", "--target", "--backend", "reference", "--fixture", "tiny", "--report",
                 dir.toString());

@@ -20,7 +20,10 @@ import java.util.Map;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** A trace of an exec: run records where the engine's command ran, and a replay from another folder starts it there. */
+/**
+ * A trace replays from any folder: an exec: run records where the engine's command ran, and a relative {@code --report}
+ * still prints and writes absolute trace paths.
+ */
 class ReplayAnywhereTest {
     @TempDir
     Path dir;
@@ -46,5 +49,26 @@ class ReplayAnywhereTest {
         assertThat(there.availability().reason()).contains("toy 1");
         MtpBackend other = new ExecBackend("sh other.sh", Duration.ofSeconds(10));
         assertThat(ReplayCommand.inRecordedDirectory(other, t)).isSameAs(other); // only the trace's own command
+    }
+
+    @Test
+    void aRelativeReportFolderGivesAbsoluteTracePathsInTheConsoleAndTheReportFiles() throws Exception {
+        Path relative = Path.of("").toAbsolutePath().relativize(dir.toAbsolutePath()).resolve("rel-report");
+        assertThat(relative.isAbsolute()).isFalse();
+        Cli c = Cli.run("conform", "--backend", "drifting", "--fixture", "tiny", "--chains", "1", "--report",
+                relative.toString());
+        assertThat(c.exit()).as(c.out()).isEqualTo(1);
+        Path report = dir.toAbsolutePath().normalize().resolve("rel-report");
+        String traces = report.resolve("traces").toString();
+        assertThat(c.out()).as(c.out()).contains("mtp replay --backend drifting " + traces + "/chain-")
+                .contains("report: " + report.resolve("report.json"));
+        var json = new com.fasterxml.jackson.databind.ObjectMapper().readTree(report.resolve("report.json").toFile());
+        List<String> written = json.findValuesAsText("trace");
+        assertThat(written).isNotEmpty().allSatisfy(t -> assertThat(Path.of(t)).isAbsolute().exists()
+                .startsWith(report));
+        assertThat(Files.readString(report.resolve("report.html"))).contains("mtp replay --backend drifting "
+                + traces + "/chain-");
+        Cli replay = Cli.run("replay", "--backend", "drifting", written.getFirst());
+        assertThat(replay.exit()).as(replay.out()).isEqualTo(1); // the trace replays to its divergence
     }
 }

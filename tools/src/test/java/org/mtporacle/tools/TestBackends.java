@@ -14,7 +14,10 @@ import org.mtporacle.reference.ReferenceBackend;
 import java.util.List;
 import java.util.Map;
 
-/** Backends the tools tests find through ServiceLoader: one that always diverges, one that is never available. */
+/**
+ * Backends the tools tests find through ServiceLoader: one that always diverges, one that diverges once its process
+ * has a history, one that is never available.
+ */
 public final class TestBackends {
     private TestBackends() {
     }
@@ -90,7 +93,7 @@ public final class TestBackends {
 
                 @Override
                 public DraftRows openRows(List<RowCheckpoint> checkpoints) {
-                    return new Shifted(inner.openRows(checkpoints), model.config().vocabSize());
+                    return new Shifted(inner.openRows(checkpoints), model.config().vocabSize(), () -> true);
                 }
 
                 @Override
@@ -160,7 +163,65 @@ public final class TestBackends {
         }
     }
 
-    private record Shifted(DraftRows rows, int vocab) implements DraftRows {
+    /**
+     * The reference until this process has answered {@link #HONEST_DRAFTS} drafts, then drifting as {@link Drifting}
+     * does: a fault of the process's history, which a fresh process (a new {@code exec:} engine) does not show.
+     */
+    public static final class LateDrifting implements MtpBackend {
+        static final int HONEST_DRAFTS = 2;
+        private static final java.util.concurrent.atomic.AtomicInteger DRAFTS =
+                new java.util.concurrent.atomic.AtomicInteger();
+
+        @Override
+        public String name() {
+            return "drifting-late";
+        }
+
+        @Override
+        public String description() {
+            return "test backend: the reference for its process's first " + HONEST_DRAFTS + " drafts, then drifting";
+        }
+
+        @Override
+        public Availability availability() {
+            return Availability.yes("in-process test backend");
+        }
+
+        @Override
+        public List<BackendProfile> profiles() {
+            return List.of(new BackendProfile("drifting-late", Map.of(), org.mtporacle.api.Tolerance.F32));
+        }
+
+        @Override
+        public DraftModel load(MtpModel model, Map<String, String> options) {
+            DraftModel inner = new ReferenceBackend().load(model, Map.of());
+            return new DraftModel() {
+                @Override
+                public MtpModel model() {
+                    return inner.model();
+                }
+
+                @Override
+                public String numerics() {
+                    return "reference, drifting late";
+                }
+
+                @Override
+                public DraftRows openRows(List<RowCheckpoint> checkpoints) {
+                    return new Shifted(inner.openRows(checkpoints), model.config().vocabSize(),
+                            () -> DRAFTS.incrementAndGet() > HONEST_DRAFTS);
+                }
+
+                @Override
+                public void close() {
+                    inner.close();
+                }
+            };
+        }
+    }
+
+    /** Drafter rows whose drafts' first proposals are shifted by one whenever {@code drift} says so. */
+    private record Shifted(DraftRows rows, int vocab, java.util.function.BooleanSupplier drift) implements DraftRows {
         @Override
         public int rowCount() {
             return rows.rowCount();
@@ -184,6 +245,9 @@ public final class TestBackends {
         @Override
         public int[][] draft(int[] pending, int depth, long[] steps, DraftSampling sampling) {
             int[][] out = rows.draft(pending, depth, steps, sampling);
+            if (!drift.getAsBoolean()) {
+                return out;
+            }
             for (int[] row : out) {
                 if (row.length > 0) {
                     row[0] = (row[0] + 1) % vocab;

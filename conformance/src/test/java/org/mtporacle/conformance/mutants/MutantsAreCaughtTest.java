@@ -25,8 +25,9 @@ import java.util.Map;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The kit proves it catches bugs: each mutant of a correct second implementation fails lockstep within 60 s with a
- * shrunk counterexample of at most 10 actions, written as a trace that replays to the same failure.
+ * The kit proves it catches bugs: each mutant of a correct second implementation fails lockstep within 300 chains with
+ * a shrunk counterexample of at most 10 actions, written as a trace that replays to the same failure. The time each
+ * took is printed, not asserted (speed is measured by {@code mtp bench}, not by unit tests).
  */
 class MutantsAreCaughtTest {
     private static final int MAX_CHAINS = 300;
@@ -110,7 +111,6 @@ class MutantsAreCaughtTest {
             assertThat(failure).as("%s must be caught within %d chains", mutation, MAX_CHAINS).isNotNull();
             assertThat(failure.shrunk().size()).as("%s shrunk to %s", mutation, failure.shrunk())
                     .isLessThanOrEqualTo(MAX_SHRUNK_ACTIONS);
-            assertThat(took).as("%s caught in %s", mutation, took).isLessThan(Duration.ofSeconds(60));
 
             ChainTrace trace = TraceFiles.read(failure.trace());
             assertThat(trace.actions()).isEqualTo(failure.shrunk());

@@ -63,6 +63,9 @@ class TckCatchesBrokenBackendsTest {
                 .map(Throwable::getMessage).orElse("")).toList();
         assertThat(messages).as("%s: failures say what differed", mutation)
                 .noneMatch(m -> m.contains("Expecting value to be true") || m.contains("Expecting value to be false"));
+        assertThat(messages).as("%s: each failure's first line (what mtp tck prints) says what was expected", mutation)
+                .allSatisfy(m -> assertThat(m.lines().findFirst().orElse("").toLowerCase(java.util.Locale.ROOT))
+                        .contains("expected"));
         if (mutation == Mutation.FILTER_REORDERS_HIDDEN_NOT_KV) {
             assertThat(messages).anyMatch(m -> m.contains("not byte-identical: filterRows [3, 0, 2]: new row 0 "
                     + "(old row 3): P=8 draftOffset=7, the expected state has P=6 draftOffset=5"));

@@ -44,9 +44,33 @@ public final class TargetConform {
      *                  failed)
      * @param fixtures  target presets ({@code tiny-target}, {@code small-target}, {@code tiny-moe-target})
      * @param reportDir where traces go ({@code traces/}); earlier traces there are removed; null for none
+     * @param shardIndex which of {@code shardCount} disjoint ranges of the chain indices runs (0-based), as
+     *                   {@code mtp conform --shard}; {@code mtp conform merge} joins the shards' reports
      */
     public record Options(List<BackendSelection.Choice> choices, List<String> requested, List<String> fixtures,
-                          int chains, long seed, int maxActions, Path reportDir, Path fixtureCache) {
+                          int chains, long seed, int maxActions, Path reportDir, Path fixtureCache, int shardIndex,
+                          int shardCount) {
+        public Options {
+            if (shardCount < 1 || shardIndex < 0 || shardIndex >= shardCount) {
+                throw new IllegalArgumentException("shard " + (shardIndex + 1) + "/" + shardCount + " is not valid");
+            }
+        }
+
+        /** The whole campaign, one shard. */
+        public Options(List<BackendSelection.Choice> choices, List<String> requested, List<String> fixtures,
+                       int chains, long seed, int maxActions, Path reportDir, Path fixtureCache) {
+            this(choices, requested, fixtures, chains, seed, maxActions, reportDir, fixtureCache, 0, 1);
+        }
+
+        /** The first chain index of this shard. */
+        int firstChain() {
+            return (int) ((long) chains * shardIndex / shardCount);
+        }
+
+        /** One past the last chain index of this shard. */
+        int endChain() {
+            return (int) ((long) chains * (shardIndex + 1) / shardCount);
+        }
     }
 
     /** Runs every choice on every fixture; {@code listener} hears of every entry and chain. */
@@ -69,7 +93,8 @@ public final class TargetConform {
         }
         TargetChainGenerator.Limits d = TargetChainGenerator.Limits.defaults();
         return new ConformReport("mtp-oracle " + version(), Instant.now().toString(), o.seed(), o.chains(),
-                List.of("1/1"), CONTEXTS, entries, new ConformReport.Plan(1, o.maxActions() > 0 ? o.maxActions()
+                List.of((o.shardIndex() + 1) + "/" + o.shardCount()), CONTEXTS, entries, new ConformReport.Plan(
+                o.shardCount(), o.maxActions() > 0 ? o.maxActions()
                 : d.maxActions(), o.requested(), o.fixtures()), List.of(), List.of());
     }
 
@@ -108,16 +133,17 @@ public final class TargetConform {
             long bad = 0;
             int run = 0;
             TargetCampaign.Failure failure = null;
-            for (int i = 0; i < o.chains() && failure == null; i++) {
+            int shardChains = o.endChain() - o.firstChain();
+            for (int i = o.firstChain(); i < o.endChain() && failure == null; i++) {
                 long seed = TargetCampaign.chainSeed(o.seed(), fx.name(), i);
                 TargetChainOutcome out = lockstep.run(seed, gen.generate(seed));
                 counts = counts.plus(out.counts());
                 bad += out.badCalls();
-                run = i + 1;
+                run++;
                 if (!out.passed()) {
-                    failure = TargetCampaign.shrinkAndRecord(s, lockstep, out, run);
+                    failure = TargetCampaign.shrinkAndRecord(s, lockstep, out, i + 1);
                 }
-                listener.chainDone(run, o.chains(), out.passed());
+                listener.chainDone(run, shardChains, out.passed());
             }
             List<ConformReport.FailureRecord> failures = new ArrayList<>();
             if (failure != null) {

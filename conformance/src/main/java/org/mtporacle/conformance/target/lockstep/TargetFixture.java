@@ -1,47 +1,33 @@
 package org.mtporacle.conformance.target.lockstep;
 
-import org.mtporacle.api.DType;
 import org.mtporacle.api.MtpModel;
 import org.mtporacle.api.TargetModel;
-import org.mtporacle.io.ModelLoader;
-import org.mtporacle.io.TargetLoader;
-import org.mtporacle.reference.fixture.TargetFixtures;
+import org.mtporacle.conformance.FixtureRecipe;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
- * A hybrid-target fixture (a {@link TargetFixtures} preset written as a Qwen3.5 release directory, bf16, cached) read
- * back through the real loaders: the target and the MTP head beside it.
+ * A hybrid-target fixture (a {@code TargetFixtures} preset written as a Qwen3.5 release directory, bf16, cached by its
+ * {@link FixtureRecipe}) read back through the real loaders: the target and the MTP head beside it.
  *
  * @param name    the preset
  * @param target  the target
  * @param drafter its MTP head
  */
 public record TargetFixture(String name, TargetModel target, MtpModel drafter) {
-    /** The seed every target fixture is written with. */
-    public static final long SEED = 20261201L;
+    /** The seed every target fixture is written with: the recipe's ({@link FixtureRecipe#TARGET_SEED}). */
+    public static final long SEED = FixtureRecipe.TARGET_SEED;
 
-    /** Loads preset {@code name}, writing it under {@code cache} first when absent. */
+    /**
+     * Loads preset {@code name} through its {@link FixtureRecipe} (writing it under {@code cache} first when absent):
+     * the very release that {@code --contexts target} and {@code mtp replay} read.
+     */
     public static TargetFixture load(String name, Path cache) {
-        Path dir = cache.resolve(name + "-" + SEED + "-bf16");
-        try {
-            if (!Files.exists(dir.resolve("config.json"))) {
-                Path tmp = Files.createTempDirectory(Files.createDirectories(cache), name + "-");
-                Path written = TargetFixtures.write(name, SEED, tmp.resolve("release"), DType.BF16);
-                try {
-                    Files.move(written, dir);
-                } catch (IOException raced) {
-                    if (!Files.exists(dir.resolve("config.json"))) {
-                        throw raced;
-                    }
-                }
-            }
-        } catch (IOException e) {
-            throw new UncheckedIOException("target fixture " + name + ": cannot write under " + cache, e);
+        FixtureRecipe r = FixtureRecipe.named(name);
+        if (!r.hasTarget() || r.bits() != 0 || r.seed() != SEED) {
+            throw new IllegalArgumentException("target fixture " + name + ": not a dense target recipe of seed "
+                    + SEED);
         }
-        return new TargetFixture(name, TargetLoader.load(dir), ModelLoader.load(dir));
+        return new TargetFixture(name, r.loadTarget(cache), r.load(cache));
     }
 }

@@ -6,6 +6,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DisplayName;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.mtporacle.api.DraftModel;
 import org.mtporacle.api.HiddenTap;
 import org.mtporacle.api.HostTensor;
@@ -53,6 +54,7 @@ import static org.assertj.core.api.Assertions.fail;
  * without it, states are compared through capture (the reference's layout by contract). A skip names the hook.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@ExtendWith(org.mtporacle.conformance.tck.RuleFailureLine.class) // first lines say what was expected
 public abstract class TargetBackendVerification implements TargetBackendRules {
 
     /** The target under test, loaded from {@code model}. */
@@ -129,7 +131,8 @@ public abstract class TargetBackendVerification implements TargetBackendRules {
     private void lockstepChain(String rule, List<TargetAction> chain) {
         TargetChainOutcome out = lockstep().run(0, chain);
         if (!out.passed()) {
-            fail(rule + ": " + out.divergence() + "\n  chain: " + chain.stream().map(TargetAction::describe).toList());
+            fail(rule + ": expected the reference target's results, " + out.divergence() + "\n  chain: "
+                    + chain.stream().map(TargetAction::describe).toList());
         }
     }
 
@@ -153,7 +156,8 @@ public abstract class TargetBackendVerification implements TargetBackendRules {
                 20261201L, TargetChainGenerator.Limits.defaults(), traces, 300), lockstep());
         if (!r.passed()) {
             TargetCampaign.Failure f = r.failure();
-            fail("§13.3 lockstep: chain " + f.chainsRun() + " diverged: " + f.divergence() + "\n  shrunk to "
+            fail("§13.3 lockstep: chain " + f.chainsRun() + " diverged from the reference target (expected its "
+                    + "results): " + f.divergence() + "\n  shrunk to "
                     + f.shrunk().size() + " actions: " + f.shrunk().stream().map(TargetAction::describe).toList()
                     + "\n  trace: " + f.trace());
         }
@@ -198,7 +202,10 @@ public abstract class TargetBackendVerification implements TargetBackendRules {
                 }
             }
         }
-        assertThat(problems).as("§13.3 bad calls").isEmpty();
+        if (!problems.isEmpty()) {
+            fail("§13.3 bad calls: " + problems.size() + " not refused as expected; first: " + problems.getFirst()
+                    + (problems.size() > 1 ? "\n  all: " + problems : ""));
+        }
     }
 
     /** States 0–3: empty; two warm rows; a warm and a cold row; two warm rows in a round of width 3. */
@@ -271,7 +278,9 @@ public abstract class TargetBackendVerification implements TargetBackendRules {
                     TargetDivergence d = judge.state(r, "row " + r + " after commit(" + accepted[r] + ") of a verify"
                             + " of " + w, TargetJudge.RowState.of(one.capture(0)),
                             TargetJudge.RowState.of(g.capture(r)));
-                    assertThat(d).as("§13.3 rollback: %s", d).isNull();
+                    if (d != null) {
+                        fail("§13.3 rollback: expected the state of a prefill of the accepted tokens alone, " + d);
+                    }
                 }
             }
         }
@@ -325,7 +334,9 @@ public abstract class TargetBackendVerification implements TargetBackendRules {
                 if (d == null) {
                     d = judge.logits(what, wholeLogits, o.logits());
                 }
-                assertThat(d).as("%s", d).isNull();
+                if (d != null) {
+                    fail(what + ": expected the state and logits of one prefill, " + d);
+                }
             }
         }
     }
@@ -341,11 +352,16 @@ public abstract class TargetBackendVerification implements TargetBackendRules {
             TargetCheckpoint a = g.capture(0);
             try (TargetRows h = subject.openRows(List.of(a))) {
                 TargetCheckpoint b = h.capture(0);
-                assertThat(b.contentEquals(a)).as("§13.3: restored %s, captured again %s", a, b).isTrue();
+                if (!b.contentEquals(a)) {
+                    fail("§13.3: expected the restored row captured again to be byte-identical to " + a + ", got " + b);
+                }
                 HostTensor next = HostTensor.ofInts(new int[] {12, 13}, 1, 2);
                 float[] x = g.verify(next).logits().toFloatArray();
                 float[] y = h.verify(next).logits().toFloatArray();
-                assertThat(y).as("§13.3: the restored row continues as the original").containsExactly(x);
+                if (!Arrays.equals(x, y)) {
+                    fail("§13.3: expected the restored row to continue as the original, bit for bit: the logits of "
+                            + "the next verify differ");
+                }
             }
         }
     }
@@ -359,11 +375,12 @@ public abstract class TargetBackendVerification implements TargetBackendRules {
             List<TargetCheckpoint> before = List.of(g.capture(0), g.capture(1), g.capture(2));
             int[] keep = {2, 0};
             g.filterRows(keep);
-            assertThat(g.rowCount()).isEqualTo(2);
+            assertThat(g.rowCount()).as("row count after filterRows %s", Arrays.toString(keep)).isEqualTo(2);
             for (int i = 0; i < keep.length; i++) {
-                assertThat(g.capture(i).contentEquals(before.get(keep[i])))
-                        .as("§13.3 filterRows %s: new row %d is old row %d", Arrays.toString(keep), i, keep[i])
-                        .isTrue();
+                if (!g.capture(i).contentEquals(before.get(keep[i]))) {
+                    fail("§13.3 filterRows " + Arrays.toString(keep) + ": expected new row " + i + " to be old row "
+                            + keep[i] + " byte for byte, it differs");
+                }
             }
         }
     }
@@ -407,7 +424,9 @@ public abstract class TargetBackendVerification implements TargetBackendRules {
                 long seed = 31 + tap.ordinal() * 2L + policy.ordinal();
                 TargetDivergence d = SpeculativeLoopCheck.plainOnly(engine, subject,
                         SpeculativeLoopCheck.requests(seed, vocab()), SpeculativeLoopCheck.options(seed, tap, policy));
-                assertThat(d).as("§13.4: %s", d).isNull();
+                if (d != null) {
+                    fail("§13.4: expected the tokens of plain decoding, " + d);
+                }
             }
         }
     }
@@ -424,7 +443,9 @@ public abstract class TargetBackendVerification implements TargetBackendRules {
                 TargetDivergence d = SpeculativeLoopCheck.check(engine, subject, reference,
                         SpeculativeLoopCheck.requests(seed, vocab()), SpeculativeLoopCheck.options(seed, tap, policy),
                         tolerance());
-                assertThat(d).as("§13.4: %s", d).isNull();
+                if (d != null) {
+                    fail("§13.4: expected the reference loop's results under the declared policy, " + d);
+                }
             }
         }
     }

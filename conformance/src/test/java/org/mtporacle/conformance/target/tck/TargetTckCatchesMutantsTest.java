@@ -98,6 +98,9 @@ class TargetTckCatchesMutantsTest {
         for (String check : mustFail) {
             assertThat(failed).as("%s must fail %s", mutation, check).anyMatch(n -> n.startsWith(check));
         }
+        assertThat(failures(tests)).as("%s: each failure's first line (what mtp tck prints) says what was expected",
+                mutation).allSatisfy(m -> assertThat(m.lines().findFirst().orElse("").toLowerCase(
+                java.util.Locale.ROOT)).contains("expected"));
         tests.failed().stream().forEach(e -> System.out.printf("%-26s fails %s: %s%n", mutation,
                 e.getTestDescriptor().getLegacyReportingName(), e.getPayload(
                         org.junit.platform.engine.TestExecutionResult.class).flatMap(r -> r.getThrowable())
