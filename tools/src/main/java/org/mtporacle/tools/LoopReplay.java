@@ -13,6 +13,7 @@ import org.mtporacle.conformance.loop.lockstep.LoopChainOutcome;
 import org.mtporacle.conformance.loop.lockstep.LoopDivergence;
 import org.mtporacle.conformance.loop.lockstep.LoopLockstep;
 import org.mtporacle.conformance.loop.trace.LoopChainTrace;
+import org.mtporacle.conformance.target.lockstep.TargetFixture;
 import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
 import org.mtporacle.reference.kernels.Kernels;
@@ -34,11 +35,13 @@ final class LoopReplay {
             throw new MtpException(MtpException.Kind.UNAVAILABLE, "replay: " + trace + " is a loop trace, but "
                     + "backend " + UntrustedText.quote(b.name()) + " runs the drafter only (no hybrid target)");
         }
-        FixtureRecipe fx = FixtureRecipe.named(t.fixture());
-        if (!fx.hasTarget()) {
-            throw MtpException.malformedFile("loop trace " + trace + ": fixture " + fx.name() + " has no target");
+        if (!FixtureRecipe.TARGETS.contains(t.fixture())) {
+            throw MtpException.malformedFile("loop trace " + trace + ": fixture " + UntrustedText.quote(t.fixture())
+                    + " is not a target fixture (known: " + String.join(", ", FixtureRecipe.TARGETS) + ")");
         }
-        TargetModel model = fx.loadTarget(FixtureRecipe.defaultCache());
+        // the fixture as mtp conform --loop and the TCK load it (TargetFixture), so the replay runs the same weights
+        TargetFixture fx = TargetFixture.load(t.fixture(), FixtureRecipe.defaultCache());
+        TargetModel model = fx.target();
         if (!t.modelIdentity().isEmpty() && !t.modelIdentity().equals(model.identity())) {
             System.err.println("warning: fixture " + UntrustedText.clip(t.fixture()) + "'s target now has identity "
                     + model.identity() + ", the trace was recorded on "
@@ -46,13 +49,13 @@ final class LoopReplay {
         }
         Tolerance tol = Tolerance.named(t.tolerance());
         HiddenTap tap = HiddenTap.of(t.tap());
-        System.out.printf("replaying loop trace %s: %d actions, backend %s %s, fixture %s, tolerance %s, tap %s%n",
-                UntrustedText.path(trace), t.actions().size(), UntrustedText.clip(b.name()),
-                UntrustedText.clip(options.toString()), UntrustedText.clip(t.fixture()), tol.name(), tap.label());
+        System.out.printf("replaying loop trace %s: %d actions, backend %s %s, fixture %s (target %s), tolerance %s, "
+                + "tap %s%n", UntrustedText.path(trace), t.actions().size(), UntrustedText.clip(b.name()),
+                UntrustedText.clip(options.toString()), UntrustedText.clip(t.fixture()),
+                UntrustedText.digestPrefix(model.identity()), tol.name(), tap.label());
         Kernels kernels = new Kernels(ReferenceBackend.configuredMode(), 1);
         try (ReferenceTarget oracleTarget = new ReferenceTarget(model, kernels);
-             ReferenceDraftModel oracleDrafter = new ReferenceDraftModel(fx.load(FixtureRecipe.defaultCache()),
-                     kernels);
+             ReferenceDraftModel oracleDrafter = new ReferenceDraftModel(fx.drafter(), kernels);
              LoadedTarget target = b.loadTarget(model, options);
              DraftModel drafter = b.load(oracleDrafter.model(), options)) {
             LoopChainOutcome out = new LoopLockstep(oracleTarget, oracleDrafter, target, drafter, tol, tap)

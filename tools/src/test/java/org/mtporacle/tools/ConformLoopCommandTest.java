@@ -44,6 +44,9 @@ class ConformLoopCommandTest {
         Cli still = Cli.run("replay", trace, "--backend", "drifting");
         assertThat(still.exit()).as(still.out()).isEqualTo(MtpCommand.EXIT_FAILED);
         assertThat(still.out()).contains("replaying loop trace").contains("diverged at action").contains("target");
+        String recordedOn = new ObjectMapper().readTree(Path.of(trace).toFile()).get("modelIdentity").asText();
+        assertThat(still.out()).as("replayed on the target the trace was recorded on")
+                .contains("(target " + org.mtporacle.api.UntrustedText.digestPrefix(recordedOn) + ")");
         Cli fixed = Cli.run("replay", trace, "--backend", "reference");
         assertThat(fixed.exit()).as(fixed.out()).isZero();
     }

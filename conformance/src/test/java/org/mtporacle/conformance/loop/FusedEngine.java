@@ -28,12 +28,17 @@ final class FusedEngine {
         NONE,
         /** A zero-draft verify (width 1) does not refresh the buffer ("nothing was drafted"), so the drafter's
          * commit after a zero-draft round reads the previous round's taps: the drafter is fed a stale tap. */
-        STALE_TAP_AFTER_ZERO_DRAFT_ROUND
+        STALE_TAP_AFTER_ZERO_DRAFT_ROUND,
+        /** The drafter's commit takes each row's count from the target's last commit as the tokens the target kept
+         * ({@code accepted + 1}, the pending token included) instead of the drafts accepted: off by one, clamped to
+         * the depth, so the drafter keeps a rejected draft whenever the target rejected one. */
+        DRAFTER_COUNT_FROM_TARGET_OFF_BY_ONE
     }
 
     private final Bug bug;
     private final HiddenTap tap;
     private HostTensor taps; // [B, W, H] the last verify's taps, as the buffer holds them
+    private int[] kept;      // [B] the tokens each row kept at the target's last commit (accepted + 1)
 
     final LoadedTarget target;
     final DraftModel drafter;
@@ -60,6 +65,18 @@ final class FusedEngine {
         return HostTensor.ofFloats(out, b, w, h);
     }
 
+    /** The drafter's accepted counts: its argument, or under the count bug the target's kept counts, clamped. */
+    private int[] counts(int[] accepted, int depth) {
+        if (bug != Bug.DRAFTER_COUNT_FROM_TARGET_OFF_BY_ONE || kept == null || kept.length != accepted.length) {
+            return accepted;
+        }
+        int[] out = new int[accepted.length];
+        for (int b = 0; b < out.length; b++) {
+            out[b] = Math.min(kept[b], depth);
+        }
+        return out;
+    }
+
     private final class Target implements LoadedTarget {
         private final LoadedTarget inner;
 
@@ -80,7 +97,8 @@ final class FusedEngine {
         @Override
         public TargetRows openRows(List<TargetCheckpoint> checkpoints) {
             TargetRows rows = inner.openRows(checkpoints);
-            taps = null; // a new group starts with an empty buffer, so each chain stands alone
+            taps = null; // a new group starts with empty buffers, so each chain stands alone
+            kept = null;
             return new TargetRows() {
                 @Override
                 public int rowCount() {
@@ -110,7 +128,7 @@ final class FusedEngine {
                 @Override
                 public TargetOutput verify(HostTensor tokens) {
                     TargetOutput out = rows.verify(tokens);
-                    if (bug == Bug.NONE || tokens.dim(1) > 1) {
+                    if (bug != Bug.STALE_TAP_AFTER_ZERO_DRAFT_ROUND || tokens.dim(1) > 1) {
                         taps = out.taps(tap);
                     }
                     return out;
@@ -119,6 +137,10 @@ final class FusedEngine {
                 @Override
                 public void commit(int[] accepted) {
                     rows.commit(accepted);
+                    kept = new int[accepted.length];
+                    for (int b = 0; b < accepted.length; b++) {
+                        kept[b] = accepted[b] + 1;
+                    }
                 }
 
                 @Override
@@ -193,7 +215,7 @@ final class FusedEngine {
                 @Override
                 public void commit(int[] accepted, HostTensor context) {
                     HostTensor b = buffered(context.dim(0), context.dim(1));
-                    rows.commit(accepted, b == null ? context : b);
+                    rows.commit(counts(accepted, context.dim(1) - 1), b == null ? context : b);
                 }
 
                 @Override
