@@ -29,6 +29,7 @@ class ConformLoopCommandTest {
         assertThat(e.get("stats").get("comparedTokens").asLong()).isPositive();
         assertThat(e.get("stats").get("comparedCheckpoints").asLong()).isPositive();
         assertThat(json.get("contexts").asText()).contains("loop chains").contains("pre-norm tap");
+        assertThat(r.out()).as("the reproduce line runs loop chains again").contains("--loop --tap pre");
     }
 
     @Test

@@ -44,7 +44,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 class LoopMutantsAreCaughtTest {
     private static final int MAX_CHAINS = 100;
     private static final int MAX_SHRUNK_ACTIONS = 10;
-    private static final int SEPARATE_CHAINS = 10;
+    private static final int SEPARATE_CHAINS = 6;
     private static ReferenceTarget oracleTarget;
     private static ReferenceDraftModel oracleDrafter;
 
