@@ -52,7 +52,7 @@ class LoopLockstepTest {
     @Test
     void theReferenceFollowsItselfExactly() {
         try (ReferenceTarget target = TinyTarget.reference(); ReferenceDraftModel drafter = referenceDrafter()) {
-            LoopCampaign.Result r = LoopCampaign.run(settings(15), new LoopLockstep(oracleTarget, oracleDrafter,
+            LoopCampaign.Result r = LoopCampaign.run(settings(12), new LoopLockstep(oracleTarget, oracleDrafter,
                     target, drafter, Tolerance.EXACT, HiddenTap.POST_NORM));
             report("reference vs reference (exact, post)", r);
             assertThat(r.failure()).as("%s", r.failure()).isNull();
@@ -66,7 +66,7 @@ class LoopLockstepTest {
         for (HiddenTap tap : HiddenTap.values()) {
             try (SimpleTarget target = new SimpleTarget(TinyTarget.fixture().target(), TargetMutation.NONE);
                  SimpleBackend drafter = new SimpleBackend(TinyTarget.fixture().drafter(), Mutation.NONE)) {
-                LoopCampaign.Result r = LoopCampaign.run(settings(15), new LoopLockstep(oracleTarget, oracleDrafter,
+                LoopCampaign.Result r = LoopCampaign.run(settings(12), new LoopLockstep(oracleTarget, oracleDrafter,
                         target, drafter, Tolerance.F32, tap));
                 report("simple pair vs reference (f32, " + tap.label() + ")", r);
                 assertThat(r.failure()).as("%s", r.failure()).isNull();
