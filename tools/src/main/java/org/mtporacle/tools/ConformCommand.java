@@ -84,6 +84,11 @@ final class ConformCommand implements Callable<Integer> {
             + "tiny-moe-target), instead of drafter chains.")
     boolean target;
 
+    @Option(names = "--loop", description = "Run loop chains (spec §13.5) of the backends that run the hybrid target: "
+            + "their target and drafter together as an engine runs them (each drafter fed its own target's --tap, "
+            + "default post), against the reference's, on the target fixtures, instead of drafter chains.")
+    boolean loop;
+
     @Mixin
     Mixins.Contexts contexts;
 
@@ -97,6 +102,9 @@ final class ConformCommand implements Callable<Integer> {
     public Integer call() {
         // absolute, so the trace paths and replay commands the report prints work from any folder
         report = report.toAbsolutePath().normalize();
+        if (loop) {
+            return ConformLoopCommand.run(this);
+        }
         if (target) {
             return ConformTargetCommand.run(this);
         }

@@ -98,8 +98,8 @@ final class Mixins {
         String contexts;
 
         @Option(names = "--tap", paramLabel = "pre|post",
-                description = "With --contexts target: the target hidden that feeds the drafter, before or after the "
-                        + "final norm (default: post).")
+                description = "With --contexts target (or conform --loop): the target hidden that feeds the drafter, "
+                        + "before or after the final norm (default: post).")
         String tap;
 
         ContextSource source() {

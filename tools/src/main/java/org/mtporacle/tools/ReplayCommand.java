@@ -10,6 +10,8 @@ import org.mtporacle.conformance.FixtureRecipe;
 import org.mtporacle.conformance.lockstep.ChainOutcome;
 import org.mtporacle.conformance.lockstep.Lockstep;
 import org.mtporacle.conformance.lockstep.TargetTaps;
+import org.mtporacle.conformance.loop.trace.LoopChainTrace;
+import org.mtporacle.conformance.loop.trace.LoopTraceFiles;
 import org.mtporacle.conformance.trace.ChainTrace;
 import org.mtporacle.conformance.trace.TraceFiles;
 import org.mtporacle.api.LoadedTarget;
@@ -40,12 +42,13 @@ import java.util.concurrent.Callable;
 
 /**
  * {@code mtp replay TRACE}: re-runs a chain trace exactly, in lockstep with the reference: a drafter chain trace
- * against the backend's drafter, a target chain trace ({@code mtp-oracle-target-chain}) against its target.
+ * against the backend's drafter, a target chain trace ({@code mtp-oracle-target-chain}) against its target, a loop
+ * chain trace ({@code mtp-oracle-loop-chain}) against both.
  */
 @Command(name = "replay", mixinStandardHelpOptions = true,
         description = {"Re-run a chain trace written by `mtp conform` exactly, without the generator: a drafter "
                 + "chain against the backend's drafter, a target chain (format mtp-oracle-target-chain) against its "
-                + "target.",
+                + "target, a loop chain (format mtp-oracle-loop-chain) against its target and drafter together.",
                 "Exit 0 when the chain now passes, 1 when it still diverges. The backend comes from the command line "
                         + "(--backend NAME), never from the trace, unless --trace-backend says to run the trace's "
                         + "(printed first). --option replaces the trace's backend options."})
@@ -87,6 +90,10 @@ final class ReplayCommand implements Callable<Integer> {
         }
         if (TargetTraceFiles.isTargetTrace(trace)) {
             return replayTarget(TargetTraceFiles.read(trace));
+        }
+        if (LoopTraceFiles.isLoopTrace(trace)) {
+            LoopChainTrace t = LoopTraceFiles.read(trace);
+            return LoopReplay.run(trace, t, subjectBackend(t.backend()), backend.options);
         }
         ChainTrace t = TraceFiles.read(trace);
         MtpBackend b = inRecordedDirectory(subjectBackend(t.backend()), t);

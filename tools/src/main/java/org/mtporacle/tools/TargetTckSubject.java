@@ -1,6 +1,8 @@
 package org.mtporacle.tools;
 
 import org.mtporacle.api.BackendProfile;
+import org.mtporacle.api.DraftModel;
+import org.mtporacle.api.MtpModel;
 import org.mtporacle.api.LoadedTarget;
 import org.mtporacle.api.MtpBackend;
 import org.mtporacle.api.TargetModel;
@@ -37,6 +39,11 @@ class TargetTckSubject extends TargetBackendVerification {
     @Override
     protected LoadedTarget createTarget(TargetModel model) {
         return backend.loadTarget(model, profile.options());
+    }
+
+    @Override
+    protected DraftModel createDrafter(MtpModel model) {
+        return backend.load(model, profile.options());
     }
 
     @Override

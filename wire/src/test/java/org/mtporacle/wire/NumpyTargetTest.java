@@ -3,7 +3,9 @@ package org.mtporacle.wire;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
+import org.mtporacle.api.DraftModel;
 import org.mtporacle.api.LoadedTarget;
+import org.mtporacle.api.MtpModel;
 import org.mtporacle.api.TargetModel;
 import org.mtporacle.conformance.target.chain.TargetChainGenerator;
 import org.mtporacle.conformance.target.lockstep.TargetCampaign;
@@ -26,7 +28,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The bundled numpy engine's hybrid target ({@code adapters/python/examples/numpy_mtp/target.py}, written from the
- * spec, sharing no code with the Java skeleton) over {@code exec:}: the target TCK, and target campaigns in lockstep
+ * spec, sharing no code with the Java skeleton) over {@code exec:}: the target TCK (its §13.5 loop chains with the
+ * engine's own drafter), and target campaigns in lockstep
  * with the reference on the dense and the MoE tiny targets under the {@code f32} profile it claims. Skips, printing
  * why, where python3 or numpy is missing.
  */
@@ -103,9 +106,20 @@ class NumpyTargetTest {
             return numpy().loadTarget(model, Map.of());
         }
 
+        /** The engine's drafter too, so §13.5's loop chains run the numpy target and drafter together. */
+        @Override
+        protected DraftModel createDrafter(MtpModel model) {
+            return numpy().load(model, Map.of());
+        }
+
         @Override
         protected int lockstepChains() {
             return 4;
+        }
+
+        @Override
+        protected int loopChains() {
+            return 3;
         }
 
         @Override

@@ -212,6 +212,8 @@ public final class TextReport {
         String contexts = r.contexts() == null ? "" : r.contexts();
         if (contexts.startsWith(TARGET_ROWS)) {
             c.append(" --target");
+        } else if (contexts.startsWith(LOOP_CHAINS)) {
+            c.append(" --loop").append(contexts.contains("target's pre-norm tap") ? " --tap pre" : "");
         } else if (contexts.startsWith("target")) {
             int tap = contexts.indexOf("(tap ");
             c.append(" --contexts target");
@@ -224,6 +226,9 @@ public final class TextReport {
 
     /** How a report of target rows ({@code mtp conform --target}) names its contexts. */
     private static final String TARGET_ROWS = "target rows";
+
+    /** How a report of loop chains ({@code mtp conform --loop}, {@code LoopConform#contexts}) names its contexts. */
+    private static final String LOOP_CHAINS = "loop chains";
 
     /**
      * The command that replays one failure's trace on the entry's own backend: a trace never chooses what runs, so

@@ -83,6 +83,16 @@ public interface TargetBackendRules {
      */
     void required_s13_4_loopFollowsTheReferenceUnderTheDeclaredPolicy();
 
+    /**
+     * §13.5 (loop chains, lockstep): the backend's target and drafter together, as an engine runs them (prefills
+     * feeding the drafter its own target's tap, rounds of depth 0–4, verifies, both commits with rows accepting
+     * different counts, joins, leaves, restores of both states), match the reference's after every action, on both
+     * taps. Skipped without {@link TargetBackendVerification#createDrafter}. On failure: the group (target or drafter),
+     * the shrunk chain and its trace (format {@code mtp-oracle-loop-chain} v1); a failure here that target and drafter
+     * chains do not show is in how the two groups meet.
+     */
+    void stochastic_s13_5_loopChainsFollowTheReference();
+
     /** §13.3: a device failure mid-call poisons the group; it cannot be provoked through the contract; untested. */
     void untested_s13_3_deviceFailurePoisonsTheGroup();
 }

@@ -16,6 +16,12 @@ import org.mtporacle.api.TargetCheckpoint;
 import org.mtporacle.api.TargetModel;
 import org.mtporacle.api.TargetOutput;
 import org.mtporacle.api.TargetRows;
+import org.mtporacle.api.MtpModel;
+import org.mtporacle.api.Tolerance;
+import org.mtporacle.conformance.loop.chain.LoopAction;
+import org.mtporacle.conformance.loop.chain.LoopChainGenerator;
+import org.mtporacle.conformance.loop.lockstep.LoopCampaign;
+import org.mtporacle.conformance.loop.lockstep.LoopLockstep;
 import org.mtporacle.conformance.target.chain.TargetAction;
 import org.mtporacle.conformance.target.chain.TargetAction.Acceptance;
 import org.mtporacle.conformance.target.chain.TargetBadCall;
@@ -86,6 +92,19 @@ public abstract class TargetBackendVerification implements TargetBackendRules {
      */
     protected SpeculativeLoopCheck.Engine speculativeEngine(LoadedTarget target, DraftModel drafter) {
         return SpeculativeLoopCheck.of(target, drafter);
+    }
+
+    /**
+     * The backend's drafter loaded from {@code model} (the MTP head beside the target), for §13.5's loop chains; null
+     * (the default) skips them.
+     */
+    protected DraftModel createDrafter(MtpModel model) {
+        return null;
+    }
+
+    /** How many loop chains per tap {@link #stochastic_s13_5_loopChainsFollowTheReference} runs. */
+    protected int loopChains() {
+        return Math.max(5, lockstepChains() / 4);
     }
 
     /** Where fixtures are cached. */
@@ -410,6 +429,47 @@ public abstract class TargetBackendVerification implements TargetBackendRules {
         lockstepChain("§13.1 logits and taps", List.of(rows(3), new TargetAction.Prefill(9, 7),
                 new TargetAction.Verify(4, 8, 50), new TargetAction.Commit(Acceptance.MATCHED, 9),
                 new TargetAction.Prefill(3, 10), new TargetAction.Verify(0, 11, 0)));
+    }
+
+    // ---- §13.5 -------------------------------------------------------------------------------------------------
+
+    @Test
+    @DisplayName("§13.5 loop chains (target and drafter together) follow the reference")
+    @Override
+    public void stochastic_s13_5_loopChainsFollowTheReference() {
+        DraftModel theirs = createDrafter(fx.drafter());
+        if (theirs == null) {
+            Assumptions.abort("not applicable: no drafter of the backend's own (override createDrafter)");
+        }
+        try (theirs) {
+            for (HiddenTap tap : HiddenTap.values()) {
+                Path traces;
+                try {
+                    traces = Files.createTempDirectory("loop-tck-traces");
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+                LoopLockstep loop = new LoopLockstep(oracle, drafter, subject, theirs, loopTolerance(), tap);
+                LoopCampaign.Result r = LoopCampaign.run(new LoopCampaign.Settings(fixture(), "tck", loopChains(),
+                        20261202L + tap.ordinal(), LoopChainGenerator.Limits.defaults(), traces, 300), loop);
+                if (!r.passed()) {
+                    LoopCampaign.Failure f = r.failure();
+                    fail("§13.5 loop chains (tap " + tap.label() + "): chain " + f.chainsRun() + " diverged: "
+                            + f.divergence() + "\n  shrunk to " + f.shrunk().size() + " actions: "
+                            + f.shrunk().stream().map(LoopAction::describe).toList() + "\n  trace: " + f.trace());
+                }
+            }
+        }
+    }
+
+    /** The drafter profile the target's was read from ({@link TargetTolerance#of}): the named one when built in. */
+    private Tolerance loopTolerance() {
+        TargetTolerance t = tolerance();
+        try {
+            return Tolerance.named(t.name());
+        } catch (MtpException notBuiltIn) {
+            return new Tolerance(t.name(), t.tokenGap(), t.stateNmse(), 0);
+        }
     }
 
     // ---- §13.4 -------------------------------------------------------------------------------------------------

@@ -9,7 +9,10 @@ import org.junit.platform.testkit.engine.EngineTestKit;
 import org.junit.platform.testkit.engine.Events;
 import org.mtporacle.api.DraftModel;
 import org.mtporacle.api.LoadedTarget;
+import org.mtporacle.api.MtpModel;
 import org.mtporacle.api.TargetModel;
+import org.mtporacle.conformance.mutants.Mutation;
+import org.mtporacle.conformance.mutants.SimpleBackend;
 import org.mtporacle.conformance.target.lockstep.SpeculativeLoopCheck;
 import org.mtporacle.conformance.target.mutants.SimpleTarget;
 import org.mtporacle.conformance.target.mutants.TargetMutation;
@@ -64,7 +67,7 @@ class TargetTckCatchesMutantsTest {
         Events tests = EngineTestKit.engine("junit-jupiter").selectors(selectClass(Subject.class)).execute()
                 .testEvents();
         assertThat(failures(tests)).isEmpty();
-        assertThat(tests.succeeded().count()).isEqualTo(12);
+        assertThat(tests.succeeded().count()).isEqualTo(13);
         assertThat(tests.aborted().count()).isEqualTo(1);
     }
 
@@ -112,6 +115,12 @@ class TargetTckCatchesMutantsTest {
         @Override
         protected LoadedTarget createTarget(TargetModel model) {
             return new SimpleTarget(model, current, design);
+        }
+
+        /** The standalone drafter beside it, for §13.5's loop chains. */
+        @Override
+        protected DraftModel createDrafter(MtpModel model) {
+            return new SimpleBackend(model, Mutation.NONE);
         }
 
         @Override

@@ -1,0 +1,21 @@
+package org.mtporacle.conformance.loop.trace;
+
+import org.mtporacle.conformance.loop.chain.LoopAction;
+
+import java.util.List;
+
+/**
+ * A replayable record of one loop chain (format {@value LoopTraceFiles#FORMAT} version {@value
+ * LoopTraceFiles#VERSION}): the fixture and backend it ran on, the profile, the declared hidden tap, the chain's seed,
+ * its actions, the divergence it showed (group, kind, action, row, position, message) or none, and the target's
+ * identity ({@code ""} when not recorded), which {@code mtp replay} checks.
+ */
+public record LoopChainTrace(String fixture, String backend, String tolerance, String tap, long seed,
+                             List<LoopAction> actions, String divergenceGroup, String divergenceKind,
+                             int divergenceAction, int divergenceRow, int divergencePosition,
+                             String divergenceMessage, String modelIdentity) {
+    public LoopChainTrace {
+        actions = List.copyOf(actions);
+        modelIdentity = modelIdentity == null ? "" : modelIdentity;
+    }
+}
