@@ -833,8 +833,13 @@ public final class SimpleTarget implements LoadedTarget {
             total += p[best];
         }
         float[] out = new float[a.hiddenSize()];
-        for (int expert : chosen) {
-            float weight = moe.normTopK() ? p[expert] / total : p[expert];
+        boolean renormalise = bug == TargetMutation.MOE_NORM_TOPK_FLAG_IGNORED
+                || moe.normTopK() && bug != TargetMutation.MOE_TOPK_NOT_RENORMALISED;
+        for (int slot = 0; slot < chosen.length; slot++) {
+            int expert = chosen[slot];
+            int weighted = bug == TargetMutation.MOE_EXPERT_WEIGHTS_REVERSED ? chosen[chosen.length - 1 - slot]
+                    : expert;
+            float weight = renormalise ? p[weighted] / total : p[weighted];
             float[] y = swiglu(moe.experts().get(expert), n);
             for (int i = 0; i < out.length; i++) {
                 out[i] += weight * y[i];
@@ -842,7 +847,8 @@ public final class SimpleTarget implements LoadedTarget {
         }
         float[] gateLogit = new float[1];
         k.matmul(gateLogit, 0, moe.sharedExpertGate(), n, 0, 1);
-        float g = (float) (1 / (1 + Math.exp(-(double) gateLogit[0])));
+        float g = bug == TargetMutation.MOE_SHARED_GATE_MISSING ? 1f
+                : (float) (1 / (1 + Math.exp(-(double) gateLogit[0])));
         float[] shared = swiglu(moe.sharedExpert(), n);
         for (int i = 0; i < out.length; i++) {
             out[i] += g * shared[i];

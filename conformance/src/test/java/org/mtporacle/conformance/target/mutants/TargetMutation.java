@@ -32,7 +32,25 @@ public enum TargetMutation {
     SNAPSHOT_OFF_BY_ONE,
     /** A loop-level bug: the engine declares the drafter KV policy {@code keep} and runs {@code rebuild} (or the
      * reverse); the target rows are correct. */
-    KEEP_REBUILD_MIXED_UP;
+    KEEP_REBUILD_MIXED_UP,
+    /**
+     * MoE (spec §12.1, §12.3 step 4): the chosen experts' probabilities are renormalised whatever
+     * {@code norm_topk_prob} says (an engine written for Qwen3.5-MoE, which always renormalises, serving a Qwen3-Next
+     * release that says false); shows only on a fixture with the flag false, {@code tiny-moe-next-target}.
+     */
+    MOE_NORM_TOPK_FLAG_IGNORED,
+    /** MoE (spec §12.3 step 4): the chosen probabilities are never renormalised, although the model says so. */
+    MOE_TOPK_NOT_RENORMALISED,
+    /** MoE (spec §12.3 step 7): the shared expert is added without its sigmoid {@code shared_expert_gate}. */
+    MOE_SHARED_GATE_MISSING,
+    /** MoE (spec §12.3 step 6): slot {@code j}'s expert output is weighted by slot {@code K − 1 − j}'s weight. */
+    MOE_EXPERT_WEIGHTS_REVERSED;
+
+    /** The target fixture ({@code TargetFixtures} preset) the kit checks the mutant on. */
+    public String fixture() {
+        return this == MOE_NORM_TOPK_FLAG_IGNORED ? "tiny-moe-next-target"
+                : name().startsWith("MOE_") ? "tiny-moe-target" : "tiny-target";
+    }
 
     /** The rollback design the mutant lives in. */
     public SimpleTarget.Rollback rollback() {

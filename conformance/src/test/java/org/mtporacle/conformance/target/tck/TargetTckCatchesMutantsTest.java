@@ -36,6 +36,7 @@ class TargetTckCatchesMutantsTest {
 
     private static final String COMMIT = "required_s13_3_commitKeepsAcceptedPlusOneTokens";
     private static final String ROLLBACK = "required_s13_3_rollbackEqualsNeverFeedingTheRejected";
+    private static final String MOE = "optional_s12_moeTargetChainsFollowTheReference";
 
     static Stream<Arguments> cases() {
         return Stream.of(
@@ -54,7 +55,12 @@ class TargetTckCatchesMutantsTest {
                 Arguments.of(TargetMutation.CHUNK_BOUNDARY_OFF_BY_ONE,
                         new String[] {"required_s13_3_splitPrefillEqualsOnePrefill"}),
                 Arguments.of(TargetMutation.KEEP_REBUILD_MIXED_UP,
-                        new String[] {"required_s13_4_loopFollowsTheReferenceUnderTheDeclaredPolicy"}));
+                        new String[] {"required_s13_4_loopFollowsTheReferenceUnderTheDeclaredPolicy"}),
+                // the MoE mutants: the TCK's default fixture is dense, and the §12 rule runs the MoE targets
+                Arguments.of(TargetMutation.MOE_NORM_TOPK_FLAG_IGNORED, new String[] {MOE}),
+                Arguments.of(TargetMutation.MOE_TOPK_NOT_RENORMALISED, new String[] {MOE}),
+                Arguments.of(TargetMutation.MOE_SHARED_GATE_MISSING, new String[] {MOE}),
+                Arguments.of(TargetMutation.MOE_EXPERT_WEIGHTS_REVERSED, new String[] {MOE}));
     }
 
     @Test
@@ -64,7 +70,7 @@ class TargetTckCatchesMutantsTest {
         Events tests = EngineTestKit.engine("junit-jupiter").selectors(selectClass(Subject.class)).execute()
                 .testEvents();
         assertThat(failures(tests)).isEmpty();
-        assertThat(tests.succeeded().count()).isEqualTo(12);
+        assertThat(tests.succeeded().count()).isEqualTo(13);
         assertThat(tests.aborted().count()).isEqualTo(1);
     }
 
