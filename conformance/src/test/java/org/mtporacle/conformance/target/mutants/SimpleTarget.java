@@ -750,13 +750,25 @@ public final class SimpleTarget implements LoadedTarget {
             k.matmul(vv, 0, at.vProj(), in, 0, 1);
             int pos = row.p + t;
             float[] q = new float[nH * d];
+            boolean ropeFirst = bug == TargetMutation.QK_NORM_AFTER_ROPE;
             for (int j = 0; j < nH; j++) {
-                k.rmsNorm(q, j * d, qg, j * 2 * d, at.qNorm(), d, 1, eps);
-                k.rope(q, j * d, a.rotaryDims(), a.ropeTheta(), pos);
+                if (ropeFirst) {
+                    System.arraycopy(qg, j * 2 * d, q, j * d, d);
+                    k.rope(q, j * d, a.rotaryDims(), a.ropeTheta(), pos);
+                    k.rmsNorm(q, j * d, q, j * d, at.qNorm(), d, 1, eps);
+                } else {
+                    k.rmsNorm(q, j * d, qg, j * 2 * d, at.qNorm(), d, 1, eps);
+                    k.rope(q, j * d, a.rotaryDims(), a.ropeTheta(), pos);
+                }
             }
             for (int hd = 0; hd < nKv; hd++) {
-                k.rmsNorm(kk, hd * d, kk, hd * d, at.kNorm(), d, 1, eps);
-                k.rope(kk, hd * d, a.rotaryDims(), a.ropeTheta(), pos);
+                if (ropeFirst) {
+                    k.rope(kk, hd * d, a.rotaryDims(), a.ropeTheta(), pos);
+                    k.rmsNorm(kk, hd * d, kk, hd * d, at.kNorm(), d, 1, eps);
+                } else {
+                    k.rmsNorm(kk, hd * d, kk, hd * d, at.kNorm(), d, 1, eps);
+                    k.rope(kk, hd * d, a.rotaryDims(), a.ropeTheta(), pos);
+                }
             }
             keys.add(kk);
             values.add(vv);

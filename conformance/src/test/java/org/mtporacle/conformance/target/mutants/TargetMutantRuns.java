@@ -72,6 +72,21 @@ final class TargetMutantRuns implements AutoCloseable {
                 (System.nanoTime() - start) / 1_000_000);
     }
 
+    /** How many of {@code fixture}'s first {@code chains} chains {@code mutation} fails, each run whole. */
+    int failing(TargetMutation mutation, String fixture, TargetTolerance tolerance, int chains) {
+        TargetLockstep lockstep = new TargetLockstep(oracle(fixture), new SimpleTarget(fixture(fixture).target(),
+                mutation), tolerance);
+        TargetChainGenerator gen = new TargetChainGenerator(TargetChainGenerator.Limits.defaults());
+        int failed = 0;
+        for (int i = 0; i < chains; i++) {
+            long seed = TargetCampaign.chainSeed(SEED, fixture, i);
+            if (!lockstep.run(seed, gen.generate(seed)).passed()) {
+                failed++;
+            }
+        }
+        return failed;
+    }
+
     /**
      * Keep vs rebuild mixed up (an engine declaring one drafter KV policy and running the other) on
      * {@code tiny-target}: up to {@code maxRuns} seeded loop runs; the reference's own loop must pass each exactly.

@@ -27,6 +27,11 @@ public enum TargetMutation {
     CHUNK_BOUNDARY_OFF_BY_ONE,
     /** The pre-norm and post-norm taps are swapped. */
     WRONG_TAP,
+    /**
+     * The full-attention layers apply the q/k RMSNorm after RoPE instead of before (spec §1.5): the RMS is
+     * rotation-invariant, so only the gains landing on rotated dimensions differ, which a narrow gain spread hides.
+     */
+    QK_NORM_AFTER_ROPE,
     /** Commit takes the state after {@code accepted + 2} tokens (snapshot index {@code accepted + 1}, clamped to the
      * last) instead of after {@code accepted + 1} (index {@code accepted}). */
     SNAPSHOT_OFF_BY_ONE,
@@ -45,6 +50,14 @@ public enum TargetMutation {
     MOE_SHARED_GATE_MISSING,
     /** MoE (spec §12.3 step 6): slot {@code j}'s expert output is weighted by slot {@code K − 1 − j}'s weight. */
     MOE_EXPERT_WEIGHTS_REVERSED;
+
+    /**
+     * The fixture the kit checks the mutant on under {@code bf16}: {@code tiny-target}'s wide-gain twin
+     * {@code tiny-wide-target} (norm gains {@code 1 + N(0, 0.5²)}) for the dense mutants, else {@link #fixture()}.
+     */
+    public String bf16Fixture() {
+        return fixture().equals("tiny-target") ? "tiny-wide-target" : fixture();
+    }
 
     /** The target fixture ({@code TargetFixtures} preset) the kit checks the mutant on. */
     public String fixture() {

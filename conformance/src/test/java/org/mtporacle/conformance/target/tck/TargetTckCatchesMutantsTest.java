@@ -52,6 +52,8 @@ class TargetTckCatchesMutantsTest {
                         new String[] {"required_s13_1_logitsAndTapsMatchTheReference"}),
                 Arguments.of(TargetMutation.WRONG_TAP,
                         new String[] {"required_s13_1_logitsAndTapsMatchTheReference"}),
+                Arguments.of(TargetMutation.QK_NORM_AFTER_ROPE,
+                        new String[] {"required_s13_1_logitsAndTapsMatchTheReference"}),
                 Arguments.of(TargetMutation.CHUNK_BOUNDARY_OFF_BY_ONE,
                         new String[] {"required_s13_3_splitPrefillEqualsOnePrefill"}),
                 Arguments.of(TargetMutation.KEEP_REBUILD_MIXED_UP,
