@@ -75,8 +75,8 @@ public abstract class TargetBackendVerification implements TargetBackendRules {
 
     /**
      * The MoE target fixtures the §12 rule runs whenever the backend loads MoE targets: {@code tiny-moe-target} and
-     * {@code tiny-moe-next-target} (the same weights as a Qwen3-Next release, {@code norm_topk_prob} false); one that is
-     * {@link #fixture()} is not run again.
+     * {@code tiny-moe-next-target} (the same weights as a Qwen3-Next release, {@code norm_topk_prob} false); one
+     * that is {@link #fixture()} is not run again.
      */
     protected List<String> moeFixtures() {
         return List.of("tiny-moe-target", "tiny-moe-next-target");

@@ -18,10 +18,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  * §12.3): each mutant of the standalone {@link SimpleTarget} fails target lockstep on its fixture
  * ({@link TargetMutation#fixture()}: {@code tiny-target}, {@code tiny-moe-target}, or {@code tiny-moe-next-target} for
  * the flag only a Qwen3-Next release says false) with a counterexample shrunk to at most 10 actions, written as a
- * trace that replays to the same failure, under {@code f32} and under the looser {@code bf16} profile (taken by name,
- * whatever its values; the dense mutants on the wide-gain {@code tiny-wide-target}); the loop-level mutant (an engine declaring one drafter KV policy and running the other) fails
- * the speculative-loop check under both. Each prints the chains it took and the shrunk length
- * ({@link TargetMutantCounts} measures them all).
+ * trace that replays to the same failure, under {@code f32} and under the looser {@code bf16} profile (taken by
+ * name, whatever its values; the dense mutants on the wide-gain {@code tiny-wide-target}); the loop-level mutant (an
+ * engine declaring one drafter KV policy and running the other) fails the speculative-loop check under both. Each
+ * prints the chains it took and the shrunk length ({@link TargetMutantCounts} measures them all).
  */
 class TargetMutantsAreCaughtTest {
     private static final int MAX_CHAINS = 200;
