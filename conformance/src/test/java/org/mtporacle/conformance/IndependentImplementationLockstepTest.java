@@ -37,9 +37,10 @@ class IndependentImplementationLockstepTest {
     private static final Path CACHE = Path.of("target", "fixture-cache");
     private static final long SEED = 1;
     /** Chains per fixture: most on the two tiny ones, a few on the slower (scalar, dequantising) others. */
-    private static final Map<String, Integer> CHAINS = Map.of("tiny", 20, "tiny-moe", 20, "tiny-q4", 6,
-            "tiny-moe-q4", 6, "small", 4, "small-moe", 3, "small-q4", 3, "small-moe-q4", 3, "small-target", 2,
-            "tiny-moe-target", 8);
+    private static final Map<String, Integer> CHAINS = Map.ofEntries(Map.entry("tiny", 20), Map.entry("tiny-moe", 20),
+            Map.entry("tiny-q4", 6), Map.entry("tiny-moe-q4", 6), Map.entry("small", 4), Map.entry("small-moe", 3),
+            Map.entry("small-q4", 3), Map.entry("small-moe-q4", 3), Map.entry("small-target", 2),
+            Map.entry("tiny-moe-target", 8), Map.entry("tiny-moe-next-target", 4));
 
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"tiny", "tiny-q4", "small", "small-q4", "tiny-moe", "tiny-moe-q4", "small-moe",
@@ -63,7 +64,7 @@ class IndependentImplementationLockstepTest {
     }
 
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"small-target", "tiny-moe-target"})
+    @ValueSource(strings = {"small-target", "tiny-moe-target", "tiny-moe-next-target"})
     void theStandaloneTargetFollowsTheReferenceOnTheTargetFixtures(String fixture) {
         FixtureRecipe fx = FixtureRecipe.named(fixture);
         int chains = CHAINS.get(fixture);

@@ -93,8 +93,8 @@ final class FixtureCommand implements Callable<Integer> {
                         p.vocabSize(), p.tied() ? "tied" : "untied", p.gainSpread() == FixtureModels.Preset.GAIN_SPREAD
                                 ? "" : ", norm gains 1 + N(0, " + p.gainSpread() + "²)");
             }
-            System.out.println("hybrid-target presets (target + MTP head in one Qwen3.5 release directory, hf layout, "
-                    + "dense, any dtype):");
+            System.out.println("hybrid-target presets (target + MTP head in one release directory, Qwen3.5 unless "
+                    + "said, hf layout, dense, any dtype):");
             for (TargetFixtures.Preset p : TargetFixtures.PRESETS) {
                 System.out.printf("  %-26s %s%n", p.name(), TargetFixtures.describe(p));
             }

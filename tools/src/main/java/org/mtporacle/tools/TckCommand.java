@@ -206,8 +206,8 @@ final class TckCommand implements Callable<Integer> {
                     + UntrustedText.clip(p.tolerance().describe()) + "; fixtures " + dense.name() + " and "
                     + quantized.name() + ")");
             System.out.println("contexts of the lockstep rules: " + source.describe());
-            System.out.println(target ? "target rules (spec §13): on tiny-target" : "target rules: none (this "
-                    + "backend runs the drafter only)");
+            System.out.println(target ? "target rules (spec §13): on tiny-target; the §12 rule on tiny-moe-target and "
+                    + "tiny-moe-next-target" : "target rules: none (this backend runs the drafter only)");
         }
         Map<String, Rule> rules = new LinkedHashMap<>();
         Map<String, Long> started = new LinkedHashMap<>();

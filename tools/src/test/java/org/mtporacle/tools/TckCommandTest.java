@@ -46,6 +46,11 @@ class TckCommandTest {
             assertThat(n.get("rule").asText()).isEqualTo("optional_s12_moeChainsFollowTheReference");
             assertThat(n.get("status").asText()).isEqualTo("PASSED");
         });
+        // and the target's: tiny-moe-target and the Qwen3-Next tiny-moe-next-target
+        assertThat(json.get("rules")).anySatisfy(n -> {
+            assertThat(n.get("rule").asText()).isEqualTo("optional_s12_moeTargetChainsFollowTheReference");
+            assertThat(n.get("status").asText()).isEqualTo("PASSED");
+        });
         assertThat(Files.readString(dir.resolve("report.html"))).contains("required_s10_1_7_checkpointRoundTrip");
     }
 

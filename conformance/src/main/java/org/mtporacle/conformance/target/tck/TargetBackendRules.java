@@ -93,6 +93,16 @@ public interface TargetBackendRules {
      */
     void stochastic_s13_5_loopChainsFollowTheReference();
 
+    /**
+     * §12 with §13.3 (lockstep): random chains on the MoE target fixtures
+     * ({@link TargetBackendVerification#moeFixtures()}: {@code tiny-moe-target}, and {@code tiny-moe-next-target}, its
+     * weights as a Qwen3-Next release with {@code norm_topk_prob} false) whenever the backend loads MoE targets; a
+     * backend refusing them ({@code INCOMPATIBLE_MODEL} or {@code UNAVAILABLE}) skips the rule. On failure: the
+     * fixture, the shrunk chain and its trace; look at the router's renormalisation, the shared expert's sigmoid gate
+     * and which slot's weight scales which expert.
+     */
+    void optional_s12_moeTargetChainsFollowTheReference();
+
     /** §13.3: a device failure mid-call poisons the group; it cannot be provoked through the contract; untested. */
     void untested_s13_3_deviceFailurePoisonsTheGroup();
 }

@@ -81,6 +81,23 @@ public abstract class TargetBackendVerification implements TargetBackendRules {
         return 40;
     }
 
+    /**
+     * The MoE target fixtures the §12 rule runs whenever the backend loads MoE targets: {@code tiny-moe-target} and
+     * {@code tiny-moe-next-target} (the same weights as a Qwen3-Next release, {@code norm_topk_prob} false); one
+     * that is {@link #fixture()} is not run again.
+     */
+    protected List<String> moeFixtures() {
+        return List.of("tiny-moe-target", "tiny-moe-next-target");
+    }
+
+    /**
+     * How many random chains the §12 rule runs per MoE fixture: a quarter of {@link #lockstepChains()}, at least 10
+     * (at most {@link #lockstepChains()}); a MoE bug shows on the first MoE forward.
+     */
+    protected int moeChains() {
+        return Math.min(lockstepChains(), Math.max(10, lockstepChains() / 4));
+    }
+
     /** The length of the §13.3 split-prefill check: past two 64-token chunk boundaries by default. */
     protected int splitPrefillLength() {
         return 130;
@@ -179,6 +196,43 @@ public abstract class TargetBackendVerification implements TargetBackendRules {
                     + "results): " + f.divergence() + "\n  shrunk to "
                     + f.shrunk().size() + " actions: " + f.shrunk().stream().map(TargetAction::describe).toList()
                     + "\n  trace: " + f.trace());
+        }
+    }
+
+    @Test
+    @DisplayName("§12 random chains follow the reference on the MoE targets (when the backend loads MoE)")
+    @Override
+    public void optional_s12_moeTargetChainsFollowTheReference() {
+        Assumptions.assumeFalse(moeFixtures().isEmpty(), "not applicable: no MoE target fixtures (moeFixtures() is "
+                + "empty)");
+        List<String> fixtures = moeFixtures().stream().filter(f -> !f.equals(fixture())).toList();
+        Assumptions.assumeFalse(fixtures.isEmpty(), "not applicable: the MoE fixture ran as fixture()");
+        for (String f : fixtures) {
+            TargetFixture moe = TargetFixture.load(f, fixtureCache());
+            LoadedTarget target;
+            try {
+                target = createTarget(moe.target());
+            } catch (MtpException e) {
+                Assumptions.assumeTrue(e.kind() != MtpException.Kind.INCOMPATIBLE_MODEL
+                        && e.kind() != MtpException.Kind.UNAVAILABLE, () -> "not applicable: the backend does not "
+                        + "load MoE targets (" + f + ": " + e.getMessage() + ")");
+                throw e;
+            }
+            try (LoadedTarget t = target;
+                 ReferenceTarget reference = new ReferenceTarget(moe.target(), new Kernels(KernelMode.VECTOR, 1))) {
+                Path traces = Files.createTempDirectory("target-tck-moe-traces");
+                TargetCampaign.Result r = TargetCampaign.run(new TargetCampaign.Settings(f, "tck", moeChains(),
+                        20261201L, TargetChainGenerator.Limits.defaults(), traces, 300),
+                        new TargetLockstep(reference, t, tolerance()));
+                if (!r.passed()) {
+                    TargetCampaign.Failure x = r.failure();
+                    fail("§12 on " + f + ": chain " + x.chainsRun() + " diverged: " + x.divergence()
+                            + "\n  shrunk to " + x.shrunk().size() + " actions: "
+                            + x.shrunk().stream().map(TargetAction::describe).toList() + "\n  trace: " + x.trace());
+                }
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
         }
     }
 

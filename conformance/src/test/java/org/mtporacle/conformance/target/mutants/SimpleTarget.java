@@ -750,13 +750,25 @@ public final class SimpleTarget implements LoadedTarget {
             k.matmul(vv, 0, at.vProj(), in, 0, 1);
             int pos = row.p + t;
             float[] q = new float[nH * d];
+            boolean ropeFirst = bug == TargetMutation.QK_NORM_AFTER_ROPE;
             for (int j = 0; j < nH; j++) {
-                k.rmsNorm(q, j * d, qg, j * 2 * d, at.qNorm(), d, 1, eps);
-                k.rope(q, j * d, a.rotaryDims(), a.ropeTheta(), pos);
+                if (ropeFirst) {
+                    System.arraycopy(qg, j * 2 * d, q, j * d, d);
+                    k.rope(q, j * d, a.rotaryDims(), a.ropeTheta(), pos);
+                    k.rmsNorm(q, j * d, q, j * d, at.qNorm(), d, 1, eps);
+                } else {
+                    k.rmsNorm(q, j * d, qg, j * 2 * d, at.qNorm(), d, 1, eps);
+                    k.rope(q, j * d, a.rotaryDims(), a.ropeTheta(), pos);
+                }
             }
             for (int hd = 0; hd < nKv; hd++) {
-                k.rmsNorm(kk, hd * d, kk, hd * d, at.kNorm(), d, 1, eps);
-                k.rope(kk, hd * d, a.rotaryDims(), a.ropeTheta(), pos);
+                if (ropeFirst) {
+                    k.rope(kk, hd * d, a.rotaryDims(), a.ropeTheta(), pos);
+                    k.rmsNorm(kk, hd * d, kk, hd * d, at.kNorm(), d, 1, eps);
+                } else {
+                    k.rmsNorm(kk, hd * d, kk, hd * d, at.kNorm(), d, 1, eps);
+                    k.rope(kk, hd * d, a.rotaryDims(), a.ropeTheta(), pos);
+                }
             }
             keys.add(kk);
             values.add(vv);
@@ -833,8 +845,13 @@ public final class SimpleTarget implements LoadedTarget {
             total += p[best];
         }
         float[] out = new float[a.hiddenSize()];
-        for (int expert : chosen) {
-            float weight = moe.normTopK() ? p[expert] / total : p[expert];
+        boolean renormalise = bug == TargetMutation.MOE_NORM_TOPK_FLAG_IGNORED
+                || moe.normTopK() && bug != TargetMutation.MOE_TOPK_NOT_RENORMALISED;
+        for (int slot = 0; slot < chosen.length; slot++) {
+            int expert = chosen[slot];
+            int weighted = bug == TargetMutation.MOE_EXPERT_WEIGHTS_REVERSED ? chosen[chosen.length - 1 - slot]
+                    : expert;
+            float weight = renormalise ? p[weighted] / total : p[weighted];
             float[] y = swiglu(moe.experts().get(expert), n);
             for (int i = 0; i < out.length; i++) {
                 out[i] += weight * y[i];
@@ -842,7 +859,8 @@ public final class SimpleTarget implements LoadedTarget {
         }
         float[] gateLogit = new float[1];
         k.matmul(gateLogit, 0, moe.sharedExpertGate(), n, 0, 1);
-        float g = (float) (1 / (1 + Math.exp(-(double) gateLogit[0])));
+        float g = bug == TargetMutation.MOE_SHARED_GATE_MISSING ? 1f
+                : (float) (1 / (1 + Math.exp(-(double) gateLogit[0])));
         float[] shared = swiglu(moe.sharedExpert(), n);
         for (int i = 0; i < out.length; i++) {
             out[i] += g * shared[i];

@@ -27,12 +27,43 @@ public enum TargetMutation {
     CHUNK_BOUNDARY_OFF_BY_ONE,
     /** The pre-norm and post-norm taps are swapped. */
     WRONG_TAP,
+    /**
+     * The full-attention layers apply the q/k RMSNorm after RoPE instead of before (spec §1.5): the RMS is
+     * rotation-invariant, so only the gains landing on rotated dimensions differ, which a narrow gain spread hides.
+     */
+    QK_NORM_AFTER_ROPE,
     /** Commit takes the state after {@code accepted + 2} tokens (snapshot index {@code accepted + 1}, clamped to the
      * last) instead of after {@code accepted + 1} (index {@code accepted}). */
     SNAPSHOT_OFF_BY_ONE,
     /** A loop-level bug: the engine declares the drafter KV policy {@code keep} and runs {@code rebuild} (or the
      * reverse); the target rows are correct. */
-    KEEP_REBUILD_MIXED_UP;
+    KEEP_REBUILD_MIXED_UP,
+    /**
+     * MoE (spec §12.1, §12.3 step 4): the chosen experts' probabilities are renormalised whatever
+     * {@code norm_topk_prob} says (an engine written for Qwen3.5-MoE, which always renormalises, serving a Qwen3-Next
+     * release that says false); shows only on a fixture with the flag false, {@code tiny-moe-next-target}.
+     */
+    MOE_NORM_TOPK_FLAG_IGNORED,
+    /** MoE (spec §12.3 step 4): the chosen probabilities are never renormalised, although the model says so. */
+    MOE_TOPK_NOT_RENORMALISED,
+    /** MoE (spec §12.3 step 7): the shared expert is added without its sigmoid {@code shared_expert_gate}. */
+    MOE_SHARED_GATE_MISSING,
+    /** MoE (spec §12.3 step 6): slot {@code j}'s expert output is weighted by slot {@code K − 1 − j}'s weight. */
+    MOE_EXPERT_WEIGHTS_REVERSED;
+
+    /**
+     * The fixture the kit checks the mutant on under {@code bf16}: {@code tiny-target}'s wide-gain twin
+     * {@code tiny-wide-target} (norm gains {@code 1 + N(0, 0.5²)}) for the dense mutants, else {@link #fixture()}.
+     */
+    public String bf16Fixture() {
+        return fixture().equals("tiny-target") ? "tiny-wide-target" : fixture();
+    }
+
+    /** The target fixture ({@code TargetFixtures} preset) the kit checks the mutant on. */
+    public String fixture() {
+        return this == MOE_NORM_TOPK_FLAG_IGNORED ? "tiny-moe-next-target"
+                : name().startsWith("MOE_") ? "tiny-moe-target" : "tiny-target";
+    }
 
     /** The rollback design the mutant lives in. */
     public SimpleTarget.Rollback rollback() {

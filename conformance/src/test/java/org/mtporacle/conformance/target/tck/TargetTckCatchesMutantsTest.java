@@ -39,6 +39,7 @@ class TargetTckCatchesMutantsTest {
 
     private static final String COMMIT = "required_s13_3_commitKeepsAcceptedPlusOneTokens";
     private static final String ROLLBACK = "required_s13_3_rollbackEqualsNeverFeedingTheRejected";
+    private static final String MOE = "optional_s12_moeTargetChainsFollowTheReference";
 
     static Stream<Arguments> cases() {
         return Stream.of(
@@ -54,10 +55,17 @@ class TargetTckCatchesMutantsTest {
                         new String[] {"required_s13_1_logitsAndTapsMatchTheReference"}),
                 Arguments.of(TargetMutation.WRONG_TAP,
                         new String[] {"required_s13_1_logitsAndTapsMatchTheReference"}),
+                Arguments.of(TargetMutation.QK_NORM_AFTER_ROPE,
+                        new String[] {"required_s13_1_logitsAndTapsMatchTheReference"}),
                 Arguments.of(TargetMutation.CHUNK_BOUNDARY_OFF_BY_ONE,
                         new String[] {"required_s13_3_splitPrefillEqualsOnePrefill"}),
                 Arguments.of(TargetMutation.KEEP_REBUILD_MIXED_UP,
-                        new String[] {"required_s13_4_loopFollowsTheReferenceUnderTheDeclaredPolicy"}));
+                        new String[] {"required_s13_4_loopFollowsTheReferenceUnderTheDeclaredPolicy"}),
+                // the MoE mutants: the TCK's default fixture is dense, and the §12 rule runs the MoE targets
+                Arguments.of(TargetMutation.MOE_NORM_TOPK_FLAG_IGNORED, new String[] {MOE}),
+                Arguments.of(TargetMutation.MOE_TOPK_NOT_RENORMALISED, new String[] {MOE}),
+                Arguments.of(TargetMutation.MOE_SHARED_GATE_MISSING, new String[] {MOE}),
+                Arguments.of(TargetMutation.MOE_EXPERT_WEIGHTS_REVERSED, new String[] {MOE}));
     }
 
     @Test
