@@ -67,14 +67,15 @@ public record FixtureRecipe(String name, String preset, long seed, FixtureModels
                     4, 32),
             // tiny-moe-target's weights (its seed) as a Qwen3-Next release (flat config, interleaved GDN projections)
             // with norm_topk_prob false
-            new FixtureRecipe("tiny-moe-next-target", "tiny-moe-next-target", 18, FixtureModels.Layout.HF, DType.BF16,
-                    0, 0),
+            new FixtureRecipe("tiny-moe-next-target", "tiny-moe-next-target", TARGET_SEED, FixtureModels.Layout.HF,
+                    DType.BF16, 0, 0),
             // the wide-gain family: norm gains 1 + N(0, 0.5²) instead of 0.1² (FixtureModels), where bf16 shows the bugs
             // that move a gain to another dimension
             new FixtureRecipe("tiny-wide", "tiny-wide", 20, FixtureModels.Layout.HF, DType.BF16, 0, 0),
             new FixtureRecipe("tiny-moe-wide", "tiny-moe-wide", 21, FixtureModels.Layout.HF, DType.BF16, 0, 0),
             // tiny-target's weights (its seed) with the wide norm gains
-            new FixtureRecipe("tiny-wide-target", "tiny-wide-target", 14, FixtureModels.Layout.HF, DType.BF16, 0, 0));
+            new FixtureRecipe("tiny-wide-target", "tiny-wide-target", TARGET_SEED, FixtureModels.Layout.HF, DType.BF16, 0,
+                    0));
 
     /** The fixtures with a target that {@code --contexts target} runs when no fixture is named. */
     public static final List<String> TARGETS = List.of("tiny-target", "small-target", "tiny-moe-target");
