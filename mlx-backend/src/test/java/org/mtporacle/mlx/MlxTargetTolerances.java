@@ -14,11 +14,11 @@ final class MlxTargetTolerances {
      */
     static final TargetTolerance NATIVE = TargetTolerance.BF16;
 
-    /** The tolerance for a profile name of the campaign tables: {@code f32} or {@code bf16-target}. */
+    /** The tolerance for a profile name of the campaign tables: {@code f32}, or {@code bf16} (alias {@code bf16-target}). */
     static TargetTolerance named(String name) {
         return switch (name) {
             case "f32" -> TargetTolerance.F32;
-            case "bf16-target" -> NATIVE;
+            case "bf16", "bf16-target" -> NATIVE;
             default -> throw new IllegalArgumentException("unknown target tolerance " + name);
         };
     }
