@@ -14,7 +14,7 @@ final class MlxTargetTolerances {
      */
     static final TargetTolerance NATIVE = TargetTolerance.BF16;
 
-    /** The tolerance for a profile name of the campaign tables: {@code f32}, or {@code bf16} (alias {@code bf16-target}). */
+    /** The tolerance for a profile name of the campaign tables: {@code f32}, or {@code bf16} (alias bf16-target). */
     static TargetTolerance named(String name) {
         return switch (name) {
             case "f32" -> TargetTolerance.F32;

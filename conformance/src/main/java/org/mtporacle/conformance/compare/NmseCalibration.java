@@ -10,13 +10,13 @@ import java.util.Locale;
  * chains, far past the largest value measured, so the tail is extrapolated from a fitted shape.
  *
  * <p>The fit is peaks over a threshold in {@code y = log10 NMSE}: the threshold {@code u} is the lowest bin edge with
- * at least {@link #TAIL_FRACTION} of the comparisons (and at least {@link #MIN_TAIL}; with fewer comparisons all of
- * them, above the lowest occupied bin's edge; those {@code below} the range count at the threshold) above it; the excesses
- * {@code y − u} of those {@code k} comparisons are fitted by an exponential law (the generalised Pareto law of
- * shape 0, the limit for light- and log-normal-like tails), whose maximum-likelihood scale {@code β} is their mean.
- * Then {@code P(Y > y) ≈ (k/N)·e^(−(y − u)/β)} and {@code E(B) = M·(k/N)·e^(−(log10 B − u)/β)}, solved for
- * {@code E(B) = p}: {@code log10 B = u + β·ln(M·k/(N·p))}. In NMSE units the tail is a power law, heavier than the
- * log-normal tail a normal fit of {@code y} would give, so the bound errs on the loose side of the data.
+ * at least {@link #TAIL_FRACTION} of the comparisons (and at least {@link #MIN_TAIL}; with fewer, all those in range,
+ * above the lowest occupied bin's edge) above it; the excesses {@code y − u} of those {@code k} comparisons are
+ * fitted by an exponential law (the generalised Pareto law of shape 0, the limit for light- and log-normal-like
+ * tails), whose maximum-likelihood scale {@code β} is their mean.
+ * Then {@code P(Y > y) ≈ (k/N)·e^(−(y − u)/β)} and {@code E(B) = M·(k/N)·e^(−(log10 B − u)/β)}, solved
+ * for {@code E(B) = p}: {@code log10 B = u + β·ln(M·k/(N·p))}. In NMSE units the tail is a power law, heavier
+ * than the log-normal tail a normal fit of {@code y} would give, so the bound errs on the loose side of the data.
  */
 public final class NmseCalibration {
     /** The share of the comparisons the tail fit uses. */

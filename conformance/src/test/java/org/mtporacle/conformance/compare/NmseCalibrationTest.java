@@ -27,8 +27,8 @@ class NmseCalibrationTest {
 
     @Test
     void theBoundExtrapolatesTheFittedTail() {
-        // 950 comparisons in the bin [1e−6.05, 1e−6), 50 in [1e−5, 1e−4.95): the tail of 50 sits on u = −5, every
-        // excess is half a bin (0.025 decades), so β = 0.025 and log10 B = −5 + 0.025·ln(M·50 / (1000·p))
+        // 950 comparisons in the bin [1e−6.05, 1e−6), 50 in [1e−5, 1e−4.95): the tail of 50 sits on u = −5,
+        // every excess is half a bin (0.025 decades), so β = 0.025 and log10 B = −5 + 0.025·ln(M·50 / (1000·p))
         NmseHistogram h = new NmseHistogram();
         for (int i = 0; i < 950; i++) {
             h.add(Math.pow(10, -6.025));

@@ -158,7 +158,8 @@ public final class TargetConform {
     private static ConformReport.Entry unavailable(TargetFixture fx, String recipe, MtpBackend b, BackendProfile p,
                                                    String reason) {
         return new ConformReport.Entry(b.name(), p.label(), p.options(), fx.name(), recipe, fx.target().identity(),
-                TargetTolerance.of(p.tolerance()).asTolerance(), "", ConformReport.Status.UNAVAILABLE, reason, 0, 0, 0, ConformReport.Stats.none(),
+                TargetTolerance.of(p.tolerance()).asTolerance(), "", ConformReport.Status.UNAVAILABLE, reason, 0, 0, 0,
+                ConformReport.Stats.none(),
                 List.of());
     }
 
