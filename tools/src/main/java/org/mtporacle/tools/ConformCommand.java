@@ -89,6 +89,11 @@ final class ConformCommand implements Callable<Integer> {
             + "default post), against the reference's, on the target fixtures, instead of drafter chains.")
     boolean loop;
 
+    @Option(names = "--calibrate", description = "With --target: record the distributions the bf16 bounds are derived "
+            + "from (greedy logit gaps, NMSEs by kind) with every numeric threshold off, so chains run to their end "
+            + "(conformance/SPEC.md, \"Deriving the target's bf16 bounds\").")
+    boolean calibrate;
+
     @Mixin
     Mixins.Contexts contexts;
 
@@ -108,6 +113,7 @@ final class ConformCommand implements Callable<Integer> {
         if (target) {
             return ConformTargetCommand.run(this);
         }
+        Mixins.Usage.require(spec, !calibrate, "--calibrate: only with --target");
         Mixins.Usage.require(spec, chains >= 1, "--chains " + chains + ": must be ≥ 1");
         Mixins.Usage.require(spec, maxActions >= 1, "--max-actions " + maxActions + ": must be ≥ 1");
         List<BackendSelection.Choice> selected = new ArrayList<>(Mixins.Usage.lookup(spec,
@@ -286,6 +292,9 @@ final class ConformCommand implements Callable<Integer> {
                             + "missing shard unless --allow-partial. Exit 0 when every entry passed, 1 when one "
                             + "failed."})
     static final class Merge implements Callable<Integer> {
+        @Spec
+        CommandSpec spec;
+
         @Parameters(paramLabel = "REPORT", arity = "1..*", description = "report.json files (or their directories).")
         List<Path> reports;
 
@@ -295,6 +304,12 @@ final class ConformCommand implements Callable<Integer> {
 
         @Option(names = "--allow-partial", description = "Merge even when shards are missing; the report lists them.")
         boolean allowPartial;
+
+        @Option(names = "--pool", description = "Pool reports of different campaigns (other seeds or chain counts) "
+                + "for calibration: entries of the same profile and fixture add their chains, stats and "
+                + "distributions; the contexts must agree (conformance/SPEC.md, \"Deriving the target's bf16 "
+                + "bounds\").")
+        boolean pool;
 
         @Mixin
         Mixins.Json json;
@@ -306,7 +321,9 @@ final class ConformCommand implements Callable<Integer> {
                 Path f = Files.isDirectory(p) ? p.resolve("report.json") : p;
                 parts.add(new ReportFiles.Part(f.toString(), ReportFiles.read(f)));
             }
-            ConformReport merged = ReportFiles.merge(parts, allowPartial);
+            Mixins.Usage.require(spec, !(pool && allowPartial), "--pool: pools whole reports; --allow-partial is "
+                    + "for shards of one campaign");
+            ConformReport merged = pool ? ReportFiles.pool(parts) : ReportFiles.merge(parts, allowPartial);
             Path file = ReportFiles.write(merged, out.toAbsolutePath().normalize());
             if (json.json) {
                 System.out.println(ReportFiles.toJson(merged));

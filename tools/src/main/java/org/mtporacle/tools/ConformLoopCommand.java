@@ -27,6 +27,8 @@ final class ConformLoopCommand {
         CommandSpec spec = c.spec;
         Mixins.Usage.require(spec, !c.target, "--loop and --target: choose one (--loop runs the target and the "
                 + "drafter together)");
+        Mixins.Usage.require(spec, !c.calibrate, "--calibrate: only with --target (loop chains record no calibration "
+                + "data)");
         Mixins.Usage.require(spec, c.shard.count() == 1, "--shard: not supported with --loop yet");
         Mixins.Usage.require(spec, "synthetic".equals(c.contexts.contexts), "--contexts " + c.contexts.contexts
                 + ": loop chains feed each drafter its own target's taps; pick the tap with --tap");

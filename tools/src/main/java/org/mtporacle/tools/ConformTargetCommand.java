@@ -42,7 +42,7 @@ final class ConformTargetCommand {
                     + "fixture (known: " + String.join(", ", FixtureRecipe.TARGETS) + ")");
         }
         TargetConform.Options o = new TargetConform.Options(selected, backends, names, chains, seed, maxActions,
-                report, FixtureRecipe.defaultCache(), c.shard.index(), c.shard.count());
+                report, FixtureRecipe.defaultCache(), c.shard.index(), c.shard.count(), c.calibrate);
         ProgressLine progress = new ProgressLine(c.quiet.quiet || c.json.json);
         boolean live = !c.json.json;
         if (live) {

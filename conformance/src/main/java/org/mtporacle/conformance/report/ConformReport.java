@@ -1,6 +1,7 @@
 package org.mtporacle.conformance.report;
 
 import org.mtporacle.conformance.compare.GapHistogram;
+import org.mtporacle.conformance.compare.NmseHistogram;
 
 import org.mtporacle.api.Tolerance;
 
@@ -142,10 +143,20 @@ public record ConformReport(String tool, String created, long seed, int chains, 
      */
     public record Stats(long comparedTokens, long nearTies, long comparedCheckpoints, double maxKvNmse,
                         double maxHiddenNmse, long badCalls, double maxNearTieGap, List<Long> nearTieGaps,
-                        GapData gaps, org.mtporacle.conformance.compare.RouterTally router) {
+                        GapData gaps, org.mtporacle.conformance.compare.RouterTally router,
+                        Map<String, NmseData> nmse) {
         public Stats {
             nearTieGaps = nearTieGaps == null ? List.of() : List.copyOf(nearTieGaps);
             router = router == null ? org.mtporacle.conformance.compare.RouterTally.NONE : router;
+            nmse = nmse == null ? Map.of() : java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(nmse));
+        }
+
+        /** Stats without NMSE distributions (a drafter run). */
+        public Stats(long comparedTokens, long nearTies, long comparedCheckpoints, double maxKvNmse,
+                     double maxHiddenNmse, long badCalls, double maxNearTieGap, List<Long> nearTieGaps,
+                     GapData gaps, org.mtporacle.conformance.compare.RouterTally router) {
+            this(comparedTokens, nearTies, comparedCheckpoints, maxKvNmse, maxHiddenNmse, badCalls, maxNearTieGap,
+                    nearTieGaps, gaps, router, null);
         }
 
         /** Stats without router comparisons (a dense layer, or a backend that does not report its choices). */
@@ -195,6 +206,35 @@ public record ConformReport(String tool, String created, long seed, int chains, 
                 return null;
             }
             return GapHistogram.of(agree, differ, agreeBeyond, differBeyond, maxDifferGap);
+        }
+    }
+
+    /**
+     * The NMSEs of one kind of compared tensor ({@link NmseHistogram}): counts per bin of {@code log10 NMSE},
+     * {@code binsPerDecade} bins from {@code 10^low}, the counts below and above the range, and the largest value.
+     * What a target's NMSE bounds are derived from (conformance/SPEC.md "Deriving the target's bf16 bounds").
+     */
+    public record NmseData(int binsPerDecade, int low, long[] counts, long below, long above, double max) {
+        public static NmseData of(NmseHistogram h) {
+            return new NmseData(NmseHistogram.BINS_PER_DECADE, NmseHistogram.LOW, h.counts(), h.below(), h.above(),
+                    h.max());
+        }
+
+        /** The histogram again; null when the counts are not of this build's bins. */
+        public NmseHistogram histogram() {
+            if (counts == null || binsPerDecade != NmseHistogram.BINS_PER_DECADE || low != NmseHistogram.LOW
+                    || counts.length != (NmseHistogram.HIGH - NmseHistogram.LOW) * NmseHistogram.BINS_PER_DECADE) {
+                return null;
+            }
+            return NmseHistogram.of(counts, below, above, max);
+        }
+
+        /** The counts by value. */
+        @Override
+        public String toString() {
+            return "NmseData[binsPerDecade=" + binsPerDecade + ", low=" + low + ", counts="
+                    + java.util.Arrays.toString(counts) + ", below=" + below + ", above=" + above + ", max=" + max
+                    + "]";
         }
     }
 

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.UntrustedText;
 import org.mtporacle.conformance.compare.GapHistogram;
+import org.mtporacle.conformance.compare.NmseHistogram;
 import org.mtporacle.io.StrictJson;
 
 import java.io.IOException;
@@ -231,6 +232,36 @@ public final class ReportFiles {
                 r.contexts(), new ArrayList<>(merged.values()), plan, missing, unfinished);
     }
 
+    /**
+     * Pools reports of different campaigns (other seeds or chain counts) for calibration: entries with the same
+     * profile and fixture add their chains, failures, stats and distributions, as shards do. Refused
+     * (INVALID_ARGUMENT) when the reports' contexts differ (a target run and a drafter run do not pool). The result
+     * keeps the first report's seed and plan, with {@code chains} the sum of the reports'.
+     */
+    public static ConformReport pool(List<Part> parts) {
+        if (parts.isEmpty()) {
+            throw MtpException.invalidArgument("merge: no reports given");
+        }
+        ConformReport first = parts.getFirst().report();
+        Map<String, ConformReport.Entry> merged = new LinkedHashMap<>();
+        long chains = 0;
+        for (Part part : parts) {
+            ConformReport p = part.report();
+            if (!p.contexts().equals(first.contexts())) {
+                throw MtpException.invalidArgument("merge --pool: " + part.source() + " has other contexts than "
+                        + parts.getFirst().source() + ": " + UntrustedText.quote(p.contexts()) + " vs "
+                        + UntrustedText.quote(first.contexts()));
+            }
+            chains += p.chains();
+            for (ConformReport.Entry e : p.entries()) {
+                merged.merge(e.key(), e, ReportFiles::combine);
+            }
+        }
+        return new ConformReport(first.tool(), first.created(), first.seed(), (int) Math.min(Integer.MAX_VALUE,
+                chains), first.shards(), first.contexts(), new ArrayList<>(merged.values()), first.plan(), List.of(),
+                List.of());
+    }
+
     /** What makes {@code b} another campaign than {@code a}, or null. */
     private static String differs(ConformReport a, ConformReport b) {
         ConformReport.Plan x = a.plan();
@@ -275,6 +306,31 @@ public final class ReportFiles {
         return ConformReport.GapData.of(x);
     }
 
+    /** The sum of two entries' NMSE distributions, kind by kind; a kind of other bins in either is dropped. */
+    private static Map<String, ConformReport.NmseData> sum(Map<String, ConformReport.NmseData> a,
+                                                           Map<String, ConformReport.NmseData> b) {
+        Map<String, ConformReport.NmseData> out = new LinkedHashMap<>();
+        for (String k : a.keySet()) {
+            NmseHistogram x = a.get(k).histogram();
+            ConformReport.NmseData other = b.get(k);
+            if (other == null) {
+                out.put(k, a.get(k));
+                continue;
+            }
+            NmseHistogram y = other.histogram();
+            if (x != null && y != null) {
+                x.addAll(y);
+                out.put(k, ConformReport.NmseData.of(x));
+            }
+        }
+        b.forEach((k, v) -> {
+            if (!a.containsKey(k)) {
+                out.put(k, v);
+            }
+        });
+        return out;
+    }
+
     private static List<Long> addBins(List<Long> a, List<Long> b) {
         if (a.isEmpty() || b.isEmpty() || a.size() != b.size()) {
             return List.of(); // a report without the bins: the merged distribution is unknown
@@ -301,7 +357,8 @@ public final class ReportFiles {
                 x.nearTies() + y.nearTies(), x.comparedCheckpoints() + y.comparedCheckpoints(),
                 Math.max(x.maxKvNmse(), y.maxKvNmse()), Math.max(x.maxHiddenNmse(), y.maxHiddenNmse()),
                 x.badCalls() + y.badCalls(), Math.max(x.maxNearTieGap(), y.maxNearTieGap()),
-                addBins(x.nearTieGaps(), y.nearTieGaps()), sum(x.gaps(), y.gaps()), x.router().plus(y.router()));
+                addBins(x.nearTieGaps(), y.nearTieGaps()), sum(x.gaps(), y.gaps()), x.router().plus(y.router()),
+                sum(x.nmse(), y.nmse()));
         ConformReport.Status st = f.isEmpty() ? ConformReport.Status.PASSED : ConformReport.Status.FAILED;
         return new ConformReport.Entry(a.backend(), a.profile(), a.options(), a.fixture(), a.fixtureRecipe(),
                 a.modelIdentity(), a.tolerance(), a.numerics(), st, a.reason(), a.chainsRun() + b.chainsRun(),

@@ -2,6 +2,8 @@ package org.mtporacle.conformance.report;
 
 import org.mtporacle.conformance.compare.GapCalibration;
 import org.mtporacle.conformance.compare.GapHistogram;
+import org.mtporacle.conformance.compare.NmseCalibration;
+import org.mtporacle.conformance.compare.NmseHistogram;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -110,6 +112,9 @@ public final class TextReport {
             String line = nearTieData(e);
             if (line != null) {
                 sb.append("near-ties ").append(l(e.key())).append(": ").append(l(line)).append('\n');
+            }
+            for (String n : nmseData(e)) {
+                sb.append("nmse ").append(l(e.key())).append(": ").append(l(n)).append('\n');
             }
         }
         Map<String, LinkedHashSet<String>> unavailableBy = new LinkedHashMap<>();
@@ -289,6 +294,35 @@ public final class TextReport {
      * one ({@link GapCalibration#allowance}: at most {@link GapCalibration#EXPECTED_FALSE_FAILURES} expected false
      * failures); null when the backend never chose another token or the entry has no gap data.
      */
+    /**
+     * What an entry's recorded NMSE distributions (a target run's, by kind) say about its NMSE bounds: per kind the
+     * count, median, 99th percentile and largest value, and the bound a campaign of {@link
+     * GapCalibration#CAMPAIGN_CHAINS} chains like this one needs ({@link NmseCalibration}), against the profile's
+     * (logits and taps against its hidden NMSE bound, state tensors against its kv NMSE bound, as a target entry's
+     * tolerance reads them); empty when none were recorded.
+     */
+    static java.util.List<String> nmseData(ConformReport.Entry e) {
+        java.util.List<String> out = new java.util.ArrayList<>();
+        if (e.stats() == null || e.chainsRun() == 0) {
+            return out;
+        }
+        e.stats().nmse().forEach((kind, data) -> {
+            NmseHistogram h = data == null ? null : data.histogram();
+            if (h == null || h.total() == 0) {
+                return;
+            }
+            double comparisons = (double) h.total() / e.chainsRun() * GapCalibration.CAMPAIGN_CHAINS;
+            NmseCalibration c = NmseCalibration.of(h);
+            double needed = c.bound(comparisons, GapCalibration.EXPECTED_FALSE_FAILURES);
+            double allowed = kind.equals("logits") || kind.equals("taps") ? e.tolerance().hiddenNmse()
+                    : e.tolerance().kvNmse();
+            out.add(String.format(Locale.ROOT, "%s: %s; %s the bound %.3g", kind,
+                    c.describe(comparisons, GapCalibration.EXPECTED_FALSE_FAILURES),
+                    needed <= allowed ? "the data support" : "the data do not support", allowed));
+        });
+        return out;
+    }
+
     static String nearTieData(ConformReport.Entry e) {
         GapHistogram h = e.stats() == null || e.stats().gaps() == null ? null : e.stats().gaps().histogram();
         if (h == null || h.differing() == 0 || e.chainsRun() == 0) {

@@ -28,7 +28,12 @@ import java.util.Map;
  * {@code chains} generated target chains each, seeded by the campaign seed, the fixture and the chain's index; the
  * first failure of an entry is shrunk and written as a replayable {@code mtp-oracle-target-chain} trace. The result
  * is an ordinary conformance report: in its entries the {@code comparedCheckpoints} are the row states compared after
- * every change, {@code maxKvNmse} the largest state NMSE and {@code maxHiddenNmse} the largest logits/taps NMSE.
+ * every change, {@code maxKvNmse} the largest state NMSE and {@code maxHiddenNmse} the largest logits/taps NMSE; the
+ * entry's tolerance is the target's reading of the profile ({@link TargetTolerance#asTolerance}), and its stats carry
+ * the reference's logit gaps at every greedy position ({@code gaps}) and every compared NMSE by kind ({@code nmse}),
+ * the data the bf16 bounds are derived from (conformance/SPEC.md "Deriving the target's bf16 bounds"). With
+ * {@code calibrate} the numeric thresholds are off ({@link TargetTolerance#calibration}): every chain runs to its end
+ * unless it fails otherwise, and only the distributions are wanted.
  */
 public final class TargetConform {
     /** How the report's {@code contexts} field names a target run (and how its stats read). */
@@ -46,20 +51,22 @@ public final class TargetConform {
      * @param reportDir where traces go ({@code traces/}); earlier traces there are removed; null for none
      * @param shardIndex which of {@code shardCount} disjoint ranges of the chain indices runs (0-based), as
      *                   {@code mtp conform --shard}; {@code mtp conform merge} joins the shards' reports
+     * @param calibrate  every numeric threshold off ({@link TargetTolerance#calibration}): chains run to their end and
+     *                   only the recorded distributions are wanted
      */
     public record Options(List<BackendSelection.Choice> choices, List<String> requested, List<String> fixtures,
                           int chains, long seed, int maxActions, Path reportDir, Path fixtureCache, int shardIndex,
-                          int shardCount) {
+                          int shardCount, boolean calibrate) {
         public Options {
             if (shardCount < 1 || shardIndex < 0 || shardIndex >= shardCount) {
                 throw new IllegalArgumentException("shard " + (shardIndex + 1) + "/" + shardCount + " is not valid");
             }
         }
 
-        /** The whole campaign, one shard. */
+        /** The whole campaign, one shard, the profiles' thresholds on. */
         public Options(List<BackendSelection.Choice> choices, List<String> requested, List<String> fixtures,
                        int chains, long seed, int maxActions, Path reportDir, Path fixtureCache) {
-            this(choices, requested, fixtures, chains, seed, maxActions, reportDir, fixtureCache, 0, 1);
+            this(choices, requested, fixtures, chains, seed, maxActions, reportDir, fixtureCache, 0, 1, false);
         }
 
         /** The first chain index of this shard. */
@@ -100,7 +107,9 @@ public final class TargetConform {
 
     private static ConformReport.Entry entry(Options o, TargetFixture fx, ReferenceTarget oracle, MtpBackend b,
                                              BackendProfile p, Conform.Listener listener) {
-        Tolerance tol = p.tolerance();
+        TargetTolerance target = o.calibrate() ? TargetTolerance.calibration()
+                : TargetTolerance.of(p.tolerance());
+        Tolerance tol = target.asTolerance();
         String recipe = "target preset " + fx.name() + ", seed " + TargetFixture.SEED + ", bf16 (hybrid target)";
         Availability a = b.availability();
         if (!a.available()) {
@@ -127,7 +136,7 @@ public final class TargetConform {
                     d.maxRows(), d.maxDepth(), d.maxPrefill(), d.longPrefill(), d.badRate()) : d;
             TargetCampaign.Settings s = new TargetCampaign.Settings(fx.name(), b.name(), o.chains(), o.seed(), limits,
                     o.reportDir() == null ? null : o.reportDir().resolve("traces"), 400);
-            TargetLockstep lockstep = new TargetLockstep(oracle, subject, TargetTolerance.of(tol));
+            TargetLockstep lockstep = new TargetLockstep(oracle, subject, target);
             TargetChainGenerator gen = new TargetChainGenerator(limits);
             TargetJudge.Counts counts = new TargetJudge.Counts(0, 0, 0, 0, 0);
             long bad = 0;
@@ -158,14 +167,22 @@ public final class TargetConform {
                     fx.target().identity(), tol, subject.numerics(), failure == null ? ConformReport.Status.PASSED
                     : ConformReport.Status.FAILED, "", run, failure == null ? run : run - 1, seconds,
                     new ConformReport.Stats(counts.comparedTokens(), counts.nearTies(), counts.comparedStates(),
-                            counts.maxStateNmse(), counts.maxOutputNmse(), bad, 0), failures);
+                            counts.maxStateNmse(), counts.maxOutputNmse(), bad, 0, List.of(),
+                            ConformReport.GapData.of(counts.gaps()), null, nmseData(counts)), failures);
         }
+    }
+
+    private static Map<String, ConformReport.NmseData> nmseData(TargetJudge.Counts c) {
+        Map<String, ConformReport.NmseData> m = new java.util.LinkedHashMap<>();
+        c.nmse().forEach((k, v) -> m.put(k, ConformReport.NmseData.of(v)));
+        return m;
     }
 
     private static ConformReport.Entry unavailable(TargetFixture fx, String recipe, MtpBackend b, BackendProfile p,
                                                    String reason) {
         return new ConformReport.Entry(b.name(), p.label(), p.options(), fx.name(), recipe, fx.target().identity(),
-                p.tolerance(), "", ConformReport.Status.UNAVAILABLE, reason, 0, 0, 0, ConformReport.Stats.none(),
+                TargetTolerance.of(p.tolerance()).asTolerance(), "", ConformReport.Status.UNAVAILABLE, reason, 0, 0, 0,
+                ConformReport.Stats.none(),
                 List.of());
     }
 

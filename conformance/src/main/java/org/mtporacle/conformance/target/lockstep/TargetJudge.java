@@ -4,17 +4,24 @@ import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.TargetCheckpoint;
 import org.mtporacle.api.TargetConfig;
+import org.mtporacle.conformance.compare.GapHistogram;
+import org.mtporacle.conformance.compare.NmseHistogram;
 import org.mtporacle.conformance.target.lockstep.TargetDivergence.Kind;
 
 import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 
 /**
  * The one comparison of a target's observables against the reference's (spec §13.3), each held to one {@link
  * TargetTolerance}: call outcomes by kind; a forward's logits tie-aware at every position (the backend's greedy token
  * passes when it is the reference's, or within the token gap of it in the reference's logits) and by NMSE per row;
  * its taps by NMSE per row; a row's state (P, then conv windows, recurrent states, keys, values, each by NMSE, in the
- * reference's layout). Each method returns null when the observable passes. It counts what it compared.
+ * reference's layout). Each method returns null when the observable passes. It counts what it compared, and records
+ * the data the bf16 bounds are derived from (conformance/SPEC.md "Deriving the target's bf16 bounds"): the reference's
+ * logit gap at every greedy position ({@link GapHistogram}) and every NMSE it compares, by kind ({@link #KINDS}).
  */
 public final class TargetJudge {
     private final TargetTolerance tolerance;
@@ -23,27 +30,69 @@ public final class TargetJudge {
     private long comparedStates;
     private double maxOutputNmse;
     private double maxStateNmse;
+    private final GapHistogram gaps = new GapHistogram();
+    private final Map<String, NmseHistogram> nmse = emptyNmse();
+
+    /** The kinds of compared tensor whose NMSEs are recorded: logits, taps, then the four state tensors. */
+    public static final List<String> KINDS = List.of("logits", "taps", "convWindows", "recurrentStates", "keys",
+            "values");
 
     public TargetJudge(TargetTolerance tolerance) {
         this.tolerance = tolerance;
+    }
+
+    static Map<String, NmseHistogram> emptyNmse() {
+        Map<String, NmseHistogram> m = new LinkedHashMap<>();
+        for (String k : KINDS) {
+            m.put(k, new NmseHistogram());
+        }
+        return m;
     }
 
     public TargetTolerance tolerance() {
         return tolerance;
     }
 
-    /** What was compared so far and the worst values seen. */
+    /**
+     * What was compared so far and the worst values seen; {@code gaps} the reference's logit gaps at every greedy
+     * position, {@code nmse} every compared NMSE by kind ({@link #KINDS}).
+     */
     public record Counts(long comparedTokens, long nearTies, long comparedStates, double maxOutputNmse,
-                         double maxStateNmse) {
+                         double maxStateNmse, GapHistogram gaps, Map<String, NmseHistogram> nmse) {
+        public Counts {
+            gaps = gaps == null ? new GapHistogram() : gaps.copy();
+            Map<String, NmseHistogram> m = emptyNmse();
+            if (nmse != null) {
+                nmse.forEach((k, v) -> m.computeIfAbsent(k, x -> new NmseHistogram()).addAll(v));
+            }
+            nmse = java.util.Collections.unmodifiableMap(m);
+        }
+
+        /** Counts with no distributions recorded. */
+        public Counts(long comparedTokens, long nearTies, long comparedStates, double maxOutputNmse,
+                      double maxStateNmse) {
+            this(comparedTokens, nearTies, comparedStates, maxOutputNmse, maxStateNmse, null, null);
+        }
+
+        @Override
+        public GapHistogram gaps() {
+            return gaps.copy();
+        }
+
         public Counts plus(Counts o) {
+            GapHistogram g = gaps.copy();
+            g.addAll(o.gaps);
+            Map<String, NmseHistogram> m = new LinkedHashMap<>();
+            nmse.forEach((k, v) -> m.put(k, v.copy()));
+            o.nmse.forEach((k, v) -> m.computeIfAbsent(k, x -> new NmseHistogram()).addAll(v));
             return new Counts(comparedTokens + o.comparedTokens, nearTies + o.nearTies,
                     comparedStates + o.comparedStates, Math.max(maxOutputNmse, o.maxOutputNmse),
-                    Math.max(maxStateNmse, o.maxStateNmse));
+                    Math.max(maxStateNmse, o.maxStateNmse), g, m);
         }
     }
 
     public Counts counts() {
-        return new Counts(comparedTokens, nearTies, comparedStates, maxOutputNmse, maxStateNmse);
+        return new Counts(comparedTokens, nearTies, comparedStates, maxOutputNmse, maxStateNmse, gaps, nmse);
     }
 
     /** A row's state in the reference's layout ({@link TargetStateLayout#REFERENCE}); absent tensors are empty. */
@@ -111,9 +160,16 @@ public final class TargetJudge {
                 int theirs = argmax(a, off, v);
                 comparedTokens++;
                 if (ours == theirs) {
+                    double runnerUp = runnerUpGap(e, off, v, ours);
+                    if (Double.isFinite(runnerUp)) {
+                        gaps.add(runnerUp, false);
+                    }
                     continue;
                 }
                 double gap = (double) e[off + ours] - e[off + theirs];
+                if (gap >= 0) {
+                    gaps.add(gap, true);
+                }
                 if (gap <= tolerance.tokenGap()) {
                     nearTies++;
                     continue;
@@ -125,6 +181,7 @@ public final class TargetJudge {
             int len = n * v;
             double nmse = nmse(a, r * len, e, r * len, len);
             maxOutputNmse = Math.max(maxOutputNmse, nmse);
+            this.nmse.get("logits").add(nmse);
             if (!(nmse <= tolerance.outputNmse())) {
                 return of(Kind.LOGITS, r, -1, String.format(Locale.ROOT, "%s row %d: logits NMSE %.3g > %.3g %s",
                         what, r, nmse, tolerance.outputNmse(), tolerance.name()));
@@ -146,6 +203,7 @@ public final class TargetJudge {
         for (int r = 0; r < b; r++) {
             double nmse = nmse(a, r * len, e, r * len, len);
             maxOutputNmse = Math.max(maxOutputNmse, nmse);
+            this.nmse.get("taps").add(nmse);
             if (!(nmse <= tolerance.outputNmse())) {
                 return of(Kind.TAPS, r, -1, String.format(Locale.ROOT, "%s row %d: %s taps NMSE %.3g > %.3g %s",
                         what, r, tap, nmse, tolerance.outputNmse(), tolerance.name()));
@@ -183,6 +241,9 @@ public final class TargetJudge {
             }
             double nmse = nmse(a[i], 0, e[i], 0, e[i].length);
             maxStateNmse = Math.max(maxStateNmse, nmse);
+            if (e[i].length > 0) {
+                this.nmse.get(names[i]).add(nmse);
+            }
             if (!(nmse <= tolerance.stateNmse())) {
                 return of(Kind.STATE_TENSOR, row, -1, String.format(Locale.ROOT, "%s: %s NMSE %.3g > %.3g %s "
                         + "(P = %d)", what, names[i], nmse, tolerance.stateNmse(), tolerance.name(),
@@ -210,6 +271,17 @@ public final class TargetJudge {
             }
         }
         return best;
+    }
+
+    /** {@code v[best] − } the largest other value of {@code v[off, off + n)}: the margin of the greedy token. */
+    static double runnerUpGap(float[] v, int off, int n, int best) {
+        double second = Double.NEGATIVE_INFINITY;
+        for (int i = 0; i < n; i++) {
+            if (i != best && v[off + i] > second) {
+                second = v[off + i];
+            }
+        }
+        return v[off + best] - second;
     }
 
     /** {@code Σ(a−b)²/Σb²} in f64 ({@code Σ(a−b)²} when b is all zeros); NaN anywhere gives NaN. */

@@ -42,6 +42,12 @@ class TargetLockstepTest {
             report("simple (" + rollback + ") vs reference (f32)", r);
             assertThat(r.failure()).as("%s", r.failure()).isNull();
             assertThat(r.counts().maxStateNmse()).isLessThan(1e-11);
+            // the distributions the bf16 bounds are derived from: every greedy position, every compared NMSE
+            assertThat(r.counts().gaps().positions()).isEqualTo(r.counts().comparedTokens());
+            assertThat(r.counts().nmse().get("logits").total()).isPositive();
+            assertThat(r.counts().nmse().get("recurrentStates").total()).isPositive()
+                    .isLessThanOrEqualTo(r.counts().comparedStates());
+            assertThat(r.counts().nmse().get("recurrentStates").max()).isLessThan(1e-11);
         }
     }
 

@@ -1,0 +1,59 @@
+package org.mtporacle.conformance.report;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.mtporacle.api.MtpException;
+import org.mtporacle.api.Tolerance;
+import org.mtporacle.conformance.compare.GapHistogram;
+import org.mtporacle.conformance.compare.NmseHistogram;
+
+/** {@code mtp conform merge --pool}: reports of different seeds add up, distributions included; contexts must agree. */
+class ReportPoolTest {
+    @org.junit.jupiter.api.io.TempDir
+    java.nio.file.Path dir;
+
+    private static ConformReport report(long seed, int chains, String contexts, double nmse, double gap) {
+        NmseHistogram h = new NmseHistogram();
+        h.add(nmse);
+        GapHistogram g = new GapHistogram();
+        g.add(gap, true);
+        ConformReport.Stats s = new ConformReport.Stats(10, 1, 5, nmse, 0, 0, 0, List.of(),
+                ConformReport.GapData.of(g), null, Map.of("logits", ConformReport.NmseData.of(h)));
+        return new ConformReport("t", "now", seed, chains, List.of("1/1"), contexts, List.of(new ConformReport.Entry(
+                "mlx", "mlx/native", Map.of(), "tiny-target", "recipe", "id", Tolerance.BF16, "bf16",
+                ConformReport.Status.PASSED, "", chains, chains, 1, s, List.of())));
+    }
+
+    @Test
+    void reportsOfOtherSeedsPoolTheirChainsAndDistributions() {
+        ConformReport a = report(1, 10, "target", 1e-5, 0.2);
+        ConformReport b = report(2, 30, "target", 1e-3, 0.7);
+        assertThatThrownBy(() -> ReportFiles.merge(List.of(new ReportFiles.Part("a", a),
+                new ReportFiles.Part("b", b)), false)).isInstanceOf(MtpException.class).hasMessageContaining("seed");
+        ConformReport p = ReportFiles.pool(List.of(new ReportFiles.Part("a", a), new ReportFiles.Part("b", b)));
+        assertThat(p.chains()).isEqualTo(40);
+        ConformReport.Entry e = p.entries().getFirst();
+        assertThat(e.chainsRun()).isEqualTo(40);
+        NmseHistogram logits = e.stats().nmse().get("logits").histogram();
+        assertThat(logits.total()).isEqualTo(2);
+        assertThat(logits.max()).isEqualTo(1e-3);
+        GapHistogram gaps = e.stats().gaps().histogram();
+        assertThat(gaps.differing()).isEqualTo(2);
+        assertThat(gaps.maxDifferGap()).isEqualTo(0.7);
+        // the pooled report reads back with its distributions
+        ConformReport again = ReportFiles.read(ReportFiles.write(p, dir));
+        assertThat(again.entries().getFirst().stats().nmse().get("logits").histogram().total()).isEqualTo(2);
+    }
+
+    @Test
+    void reportsOfOtherContextsDoNotPool() {
+        ConformReport a = report(1, 10, "target", 1e-5, 0.2);
+        ConformReport b = report(2, 10, "synthetic", 1e-5, 0.2);
+        assertThatThrownBy(() -> ReportFiles.pool(List.of(new ReportFiles.Part("a", a), new ReportFiles.Part("b", b))))
+                .isInstanceOf(MtpException.class).hasMessageContaining("other contexts");
+    }
+}
