@@ -68,7 +68,86 @@ class RowShape:
         return RowShape(identity, c["vocabSize"], c["hiddenSize"], c["numKvHeads"], c["headDim"], widest)
 
 
-class RowsSkeleton(DraftRows):
+class GroupPlumbing:
+    """What the drafter's and the target's row skeletons share, as the Java skeletons do: the engine's lifecycle hooks
+    with their defaults, poisoning, one call at a time, and a call's computation turned into BACKEND_FAILURE with the
+    rows unchanged. A subclass sets `_closed`, `_poisoned_by` and `_in_progress` (False, None, None) and names what its
+    groups are opened from in `OPENED_FROM`."""
+
+    OPENED_FROM = "model"
+
+    def release(self, state):
+        """Frees `state` (the group is closing)."""
+
+    def model_closed(self):
+        """True once the model this group was opened from is closed (the wire server checks this itself)."""
+        return False
+
+    def seal(self, state):
+        """Makes computed storage outlive the call that built it."""
+        return state
+
+    def discard(self, superseded, current):
+        """Frees what `superseded` holds and `current` no longer uses, after a call published."""
+
+    def reached(self, call, step):
+        """A hook reached before each step of a call (tests inject faults through it)."""
+
+    def poison(self, reason):
+        """Marks the group unusable after a failure the engine cannot undo (spec §9.2); the first reason is kept."""
+        if self._poisoned_by is None:
+            self._poisoned_by = reason
+
+    def is_closed(self):
+        return self._closed
+
+    def _enter(self, call):
+        if self._in_progress is not None:
+            raise E.illegal_state("%s: %s is in progress on this group (this call comes from inside it); a group "
+                                  "serves one call at a time (spec §11.11)" % (call, self._in_progress))
+        if self._closed:
+            raise E.illegal_state(call + ": the group is closed")
+        if self._poisoned_by is not None:
+            raise E.illegal_state("%s: the group is poisoned by an earlier failure (%s); discard it and open a new "
+                                  "one (spec §9.2)" % (call, self._poisoned_by))
+        if self.model_closed():
+            raise E.illegal_state("%s: the %s this group was opened from is closed; a group cannot outlive its %s "
+                                  "(spec §11.11)" % (call, self.OPENED_FROM, self.OPENED_FROM))
+        self._in_progress = call
+
+    def _exit(self):
+        self._in_progress = None
+
+    def _computing(self, call):
+        """Before a call's computation (the drafter clears its router choices here)."""
+
+    def _failed(self):
+        """After a computation failed with anything but an MtpError."""
+
+    def _compute(self, call, work):
+        """Runs one call's computation; anything but an MtpError becomes BACKEND_FAILURE with the rows unchanged."""
+        self._computing(call)
+        try:
+            return work()
+        except E.MtpError as e:
+            if e.poisoned:
+                self.poison("a failed " + call)
+            raise
+        except Exception as e:  # noqa: BLE001 - the engine's own failure; nothing was published
+            self._failed()
+            raise E.MtpError(E.BACKEND_FAILURE, "%s: %s: %s (rows unchanged)" % (call, type(e).__name__, e))
+
+    def _superseded(self, old, nxt):
+        """After a publish: frees what the old storage held (a failure there poisons the group)."""
+        if old is not nxt:
+            try:
+                self.discard(old, nxt)
+            except Exception:
+                self.poison("freeing superseded storage failed")
+                raise
+
+
+class RowsSkeleton(GroupPlumbing, DraftRows):
     """A group of rows over an engine's storage `S` of all rows (see the module text). Subclasses implement the six
     maths/storage methods; every contract method (append … close) is the skeleton's and should not be overridden."""
 
@@ -134,28 +213,6 @@ class RowsSkeleton(DraftRows):
                 out[r].append(toks[r])
             ids, hin = np.asarray(toks, dtype=np.int64)[:, None], np.stack([np.asarray(ys[r]) for r in range(b)])
         return out, state
-
-    def release(self, state):
-        """Frees `state` (the group is closing)."""
-
-    def model_closed(self):
-        """True once the model this group was opened from is closed (the wire server checks this itself)."""
-        return False
-
-    def seal(self, state):
-        """Makes computed storage outlive the call that built it."""
-        return state
-
-    def discard(self, superseded, current):
-        """Frees what `superseded` holds and `current` no longer uses, after a call published."""
-
-    def reached(self, call, step):
-        """A hook reached before each step of a call (tests inject faults through it)."""
-
-    def poison(self, reason):
-        """Marks the group unusable after a failure the engine cannot undo (spec §9.2); the first reason is kept."""
-        if self._poisoned_by is None:
-            self._poisoned_by = reason
 
     # ---- the contract -----------------------------------------------------------------------------------------
 
@@ -344,9 +401,6 @@ class RowsSkeleton(DraftRows):
         finally:
             self._exit()
 
-    def is_closed(self):
-        return self._closed
-
     def close(self):
         if self._in_progress is not None:
             raise E.illegal_state("close: called from inside %s on this group (spec §11.11)" % self._in_progress)
@@ -360,36 +414,12 @@ class RowsSkeleton(DraftRows):
 
     # ---- plumbing ---------------------------------------------------------------------------------------------
 
-    def _enter(self, call):
-        if self._in_progress is not None:
-            raise E.illegal_state("%s: %s is in progress on this group (this call comes from inside it); a group "
-                                  "serves one call at a time (spec §11.11)" % (call, self._in_progress))
-        if self._closed:
-            raise E.illegal_state(call + ": the group is closed")
-        if self._poisoned_by is not None:
-            raise E.illegal_state("%s: the group is poisoned by an earlier failure (%s); discard it and open a new "
-                                  "one (spec §9.2)" % (call, self._poisoned_by))
-        if self.model_closed():
-            raise E.illegal_state(call + ": the model this group was opened from is closed; a group cannot outlive "
-                                         "its model (spec §11.11)")
-        self._in_progress = call
-
-    def _exit(self):
-        self._in_progress = None
-
-    def _compute(self, call, work):
-        """Runs one call's computation; anything but an MtpError becomes BACKEND_FAILURE with the rows unchanged."""
+    def _computing(self, call):
         if call in ("prefill", "draft", "commit"):
             self.router = []
-        try:
-            return work()
-        except E.MtpError as e:
-            if e.poisoned:
-                self.poison("a failed " + call)
-            raise
-        except Exception as e:  # noqa: BLE001 - the engine's own failure; nothing was published
-            self.router = []
-            raise E.MtpError(E.BACKEND_FAILURE, "%s: %s: %s (rows unchanged)" % (call, type(e).__name__, e))
+
+    def _failed(self):
+        self.router = []
 
     def _publish(self, nxt, lengths, warm=None):
         """Plain assignments; then frees what the old storage held (a failure there poisons the group)."""
@@ -397,12 +427,7 @@ class RowsSkeleton(DraftRows):
         self._storage, self._lengths = nxt, lengths
         if warm is not None:
             self._warm = warm
-        if old is not nxt:
-            try:
-                self.discard(old, nxt)
-            except Exception:
-                self.poison("freeing superseded storage failed")
-                raise
+        self._superseded(old, nxt)
 
     def _proposals(self, tokens, b, depth):
         """The engine's proposals checked as [B][depth] ids in [0, V)."""

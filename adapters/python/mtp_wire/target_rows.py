@@ -22,7 +22,8 @@ import collections
 import numpy as np
 
 from . import errors as E
-from .rows import MAX_DEPTH, MAX_ELEMENTS, MAX_POSITIONS, PREFILL_CHUNK, _abbrev, _describe, _is_int, _tokens
+from .rows import (MAX_DEPTH, MAX_ELEMENTS, MAX_POSITIONS, PREFILL_CHUNK, GroupPlumbing, _abbrev, _describe, _is_int,
+                   _tokens)
 from .target import TARGET_SCHEMA, TargetCheckpoint, TargetRows, target_checkpoint_digest
 from .tensor import Tensor
 
@@ -87,11 +88,12 @@ class TargetShape:
         return TargetShape(identity, v, h, nh, nkv, d, inter, types, *gdn)
 
 
-class TargetRowsSkeleton(TargetRows):
+class TargetRowsSkeleton(GroupPlumbing, TargetRows):
     """A group of target rows over an engine's storage `S` of all rows (see the module text). Subclasses implement
     the storage and maths methods; every contract method (append … close) is the skeleton's."""
 
     PREFILL, VERIFY = False, True   # forward's `verify` argument
+    OPENED_FROM = "target"
 
     def __init__(self, shape, empty=()):
         """A group of no rows over `empty`, the storage of zero rows."""
@@ -135,28 +137,6 @@ class TargetRowsSkeleton(TargetRows):
         """Row `row`'s state after its processed ≥ 1 tokens as a TargetRowState of numpy arrays or F32 Tensors in
         the checkpoint's orientation (WIRE.md §5.3; None for a kind of layer the target lacks)."""
         raise NotImplementedError
-
-    def release(self, state):
-        """Frees `state` (the group is closing)."""
-
-    def model_closed(self):
-        """True once the target this group was opened from is closed (the wire server checks this itself)."""
-        return False
-
-    def seal(self, state):
-        """Makes computed storage outlive the call that built it."""
-        return state
-
-    def discard(self, superseded, current):
-        """Frees what `superseded` holds and `current` no longer uses, after a call published."""
-
-    def reached(self, call, step):
-        """A hook reached before each step of a call (tests inject faults through it)."""
-
-    def poison(self, reason):
-        """Marks the group unusable after a failure the engine cannot undo (spec §9.2); the first reason is kept."""
-        if self._poisoned_by is None:
-            self._poisoned_by = reason
 
     # ---- the contract -----------------------------------------------------------------------------------------
 
@@ -317,9 +297,6 @@ class TargetRowsSkeleton(TargetRows):
         finally:
             self._exit()
 
-    def is_closed(self):
-        return self._closed
-
     def close(self):
         if self._in_progress is not None:
             raise E.illegal_state("close: called from inside %s on this group (spec §11.11)" % self._in_progress)
@@ -332,38 +309,10 @@ class TargetRowsSkeleton(TargetRows):
 
     # ---- plumbing ---------------------------------------------------------------------------------------------
 
-    def _enter(self, call):
-        if self._in_progress is not None:
-            raise E.illegal_state("%s: %s is in progress on this group (this call comes from inside it); a group "
-                                  "serves one call at a time (spec §11.11)" % (call, self._in_progress))
-        if self._closed:
-            raise E.illegal_state(call + ": the group is closed")
-        if self._poisoned_by is not None:
-            raise E.illegal_state("%s: the group is poisoned by an earlier failure (%s); discard it and open a new "
-                                  "one (spec §9.2)" % (call, self._poisoned_by))
-        if self.model_closed():
-            raise E.illegal_state(call + ": the target this group was opened from is closed; a group cannot outlive "
-                                         "its target (spec §11.11)")
-        self._in_progress = call
-
-    def _exit(self):
-        self._in_progress = None
-
     def _has_rows(self, call):
         if not self._processed:
             raise E.illegal_state(call + ": the group has no rows")
         return len(self._processed)
-
-    def _compute(self, call, work):
-        """Runs one call's computation; anything but an MtpError becomes BACKEND_FAILURE with the rows unchanged."""
-        try:
-            return work()
-        except E.MtpError as e:
-            if e.poisoned:
-                self.poison("a failed " + call)
-            raise
-        except Exception as e:  # noqa: BLE001 - the engine's own failure; nothing was published
-            raise E.MtpError(E.BACKEND_FAILURE, "%s: %s: %s (rows unchanged)" % (call, type(e).__name__, e))
 
     def _checked_forward(self, call, state, at, ids, s, verify):
         """The engine's forward, its outputs checked as [B, n, V] logits and [B, s, H] taps (float arrays)."""
@@ -386,12 +335,7 @@ class TargetRowsSkeleton(TargetRows):
         """Plain assignments; then frees what the old storage held (a failure there poisons the group)."""
         old = self._storage
         self._storage, self._processed = nxt, after
-        if old is not nxt:
-            try:
-                self.discard(old, nxt)
-            except Exception:
-                self.poison("freeing superseded storage failed")
-                raise
+        self._superseded(old, nxt)
 
     def _restore(self, call, i, cp):
         """§13.3: checks one checkpoint (TargetContract.checkpoint's order) and returns its TargetRowState."""
