@@ -33,8 +33,16 @@ final class RouterMutantTarget implements LoadedTarget {
          * Among experts whose probabilities are within {@link #NEAR} of the {@code K}-th's, the last slot takes the
          * highest index instead of the lowest: ties broken toward the higher expert index.
          */
-        HIGHER_INDEX_AT_NEAR_TIE
+        HIGHER_INDEX_AT_NEAR_TIE,
+        /**
+         * As {@link #RUNNER_UP_AT_NEAR_TIE} within {@link #WIDE} instead of {@link #NEAR}: a router whose top-k is
+         * off by more than bf16 rounding explains (a wrong expert, not a near-tie).
+         */
+        RUNNER_UP_WITHIN_WIDE_MARGIN
     }
+
+    /** The wide margin of {@link Bug#RUNNER_UP_WITHIN_WIDE_MARGIN}: far above the bf16 router gap. */
+    static final double WIDE = 0.2;
 
     /** What counts as a near-tie for the bug (probability units): well above f32 noise, often reached. */
     static final double NEAR = 0.05;
@@ -81,8 +89,9 @@ final class RouterMutantTarget implements LoadedTarget {
         switch (bug) {
             case NONE -> {
             }
-            case RUNNER_UP_AT_NEAR_TIE -> {
-                if (runnerUp >= 0 && probs[last] - probs[runnerUp] < NEAR) {
+            case RUNNER_UP_AT_NEAR_TIE, RUNNER_UP_WITHIN_WIDE_MARGIN -> {
+                double margin = bug == Bug.RUNNER_UP_AT_NEAR_TIE ? NEAR : WIDE;
+                if (runnerUp >= 0 && probs[last] - probs[runnerUp] < margin) {
                     out[k - 1] = runnerUp;
                 }
             }
