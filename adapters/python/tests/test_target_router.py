@@ -267,5 +267,41 @@ class TargetRouterChoicesOverTheWireTest(unittest.TestCase):
             self.assertIn(g, srv._target.poisoned)
 
 
+class TransformersRouterHookTest(unittest.TestCase):
+    """transformers_target.py's router hook without torch: what the hook keeps of `Qwen3_5MoeTopKRouter`'s output
+    (router_logits, router_scores, router_indices) and the (position, layer, experts) it makes of it."""
+
+    def test_the_routers_indices_become_position_layer_experts_in_the_order_run(self):
+        import transformers_target as tt
+
+        class T:   # a tensor as the hook sees one
+            def __init__(self, a):
+                self.a = np.asarray(a)
+
+            def is_floating_point(self):
+                return self.a.dtype.kind == "f"
+
+            def detach(self):
+                return self
+
+            def to(self, device):
+                return self
+
+            def numpy(self):
+                return self.a
+
+        class FakeTorch:
+            @staticmethod
+            def is_tensor(x):
+                return isinstance(x, T)
+        t = object.__new__(tt.TorchTarget)
+        t.torch, t._routed = FakeTorch, []
+        t._keep_indices(2, (T(np.zeros((2, 8))), T([[0.6, 0.4]] * 2), T([[5, 1], [0, 7]])))
+        t._keep_indices(3, (T(np.zeros((2, 8))), T(np.zeros((2, 2)))))   # no integer output: nothing kept
+        t._keep_indices(0, (T(np.zeros((2, 8))), T(np.zeros((2, 2))), T([[3, 4], [4, 3]])))
+        self.assertEqual(tt.routed_experts(10, 2, t._routed),
+                         [(10, 2, [5, 1]), (11, 2, [0, 7]), (10, 0, [3, 4]), (11, 0, [4, 3])])
+
+
 if __name__ == "__main__":
     unittest.main()
