@@ -316,6 +316,11 @@ final class MlxGdn implements AutoCloseable {
         return a.dtype() == dtype ? a : ops.astype(a, dtype);
     }
 
+    /** The layer's MLP. */
+    MlxTargetMlp mlp() {
+        return mlp;
+    }
+
     @Override
     public void close() {
         proj.close();

@@ -194,6 +194,26 @@ final class MlxMoe implements AutoCloseable {
             this.k = k;
         }
 
+        /** The device-side choices {@code [B·S, K]} uint32 (gather path), or null when they are on the host. */
+        MlxArray onDevice() {
+            return host == null ? device : null;
+        }
+
+        /** Fills in device-side choices from {@code flat} at {@code at}, {@code [B·S·K]} in row-major order. */
+        void resolve(float[] flat, int at) {
+            host = new int[rows][k];
+            for (int r = 0; r < rows; r++) {
+                for (int j = 0; j < k; j++) {
+                    host[r][j] = (int) flat[at + r * k + j];
+                }
+            }
+        }
+
+        /** {@code B·S·K}, the number of values {@link #resolve} reads. */
+        int size() {
+            return rows * k;
+        }
+
         /** The choices; only after {@link #resolveAll} for device choices. */
         int[][] experts() {
             if (host == null) {

@@ -202,11 +202,17 @@ public final class MlxTarget implements LoadedTarget {
     }
 
     /** What one forward computed, all on the device. */
-    record Result(MlxArray host,      // logits [B, n, V], pre-norm and post-norm taps [B, S, H], flattened together
+    record Result(MlxArray host,      // logits [B, n, V], pre-norm and post-norm taps [B, S, H], then the device-side
+                                      // router choices [B·S·K] per MoE layer (as f32), flattened together
+                  List<Routes> routes, // each MoE layer's choices, in layer order
                   MlxArray[] inputs,  // [nGDN] conv inputs u [B, K−1+S, C]
                   MlxArray[] last,    // [nGDN] recurrent states after the last token [B, Hv, Dk, Dv]
                   MlxArray[] every,   // [nGDN] states after every token [S·B, Hv, Dk, Dv] (every only), else null
                   MlxArray[] keys, MlxArray[] values) { // [nFull] caches with the new positions
+    }
+
+    /** One MoE layer's router choices in a forward (spec §12.5): {@code [B·S][K]}, on the host or the device. */
+    record Routes(int layer, MlxMoe.Choices choices) {
     }
 
     /**
@@ -229,30 +235,50 @@ public final class MlxTarget implements LoadedTarget {
         MlxArray[] k2 = new MlxArray[nFull];
         MlxArray[] v2 = new MlxArray[nFull];
         MlxArray[] tables = nFull > 0 && c.shape().rotaryDims() > 0 ? rope.tables(ops, at, s) : null;
+        List<Routes> routes = new ArrayList<>();
         for (int l = 0; l < layers.length; l++) {
             int slot = c.slot(l);
-            if (layers[l] instanceof MlxGdn gdn) {
-                MlxGdn.Out o = gdn.forward(ops, x, conv[slot], rec[slot], every);
-                x = o.y();
-                inputs[slot] = o.inputs();
-                last[slot] = o.last();
-                if (every) {
-                    all[slot] = o.every();
+            MlxTargetMlp mlp = layers[l] instanceof MlxGdn gdn ? gdn.mlp() : ((MlxTargetAttention) layers[l]).mlp();
+            List<MlxMoe.Choices> sink = mlp.isMoe() ? new ArrayList<>() : null;
+            mlp.routeInto(sink);
+            try {
+                if (layers[l] instanceof MlxGdn gdn) {
+                    MlxGdn.Out o = gdn.forward(ops, x, conv[slot], rec[slot], every);
+                    x = o.y();
+                    inputs[slot] = o.inputs();
+                    last[slot] = o.last();
+                    if (every) {
+                        all[slot] = o.every();
+                    }
+                } else {
+                    MlxTargetAttention.Out o = ((MlxTargetAttention) layers[l]).forward(ops, x, keys[slot],
+                            values[slot], at, rope, tables);
+                    x = o.y();
+                    k2[slot] = o.keys();
+                    v2[slot] = o.values();
                 }
-            } else {
-                MlxTargetAttention.Out o = ((MlxTargetAttention) layers[l]).forward(ops, x, keys[slot], values[slot],
-                        at, rope, tables);
-                x = o.y();
-                k2[slot] = o.keys();
-                v2[slot] = o.values();
+            } finally {
+                mlp.routeInto(null);
+            }
+            if (sink != null) {
+                for (MlxMoe.Choices ch : sink) {
+                    routes.add(new Routes(l, ch));
+                }
             }
         }
         MlxArray post = ops.rmsNorm(x, finalNorm, (float) c.shape().rmsNormEps());
         MlxArray last1 = allLogits || s == 1 ? post
                 : ops.slice(post, new int[] {0, s - 1, 0}, new int[] {b, s, h});
         MlxArray logits = head.apply(ops, last1);
-        MlxArray host = ops.concatenate(List.of(flat(ops, logits), flat(ops, x), flat(ops, post)), 0);
-        return new Result(host, inputs, last, all, k2, v2);
+        List<MlxArray> parts = new ArrayList<>(List.of(flat(ops, logits), flat(ops, x), flat(ops, post)));
+        for (Routes r : routes) {
+            MlxArray d = r.choices().onDevice();
+            if (d != null) {
+                parts.add(flat(ops, ops.astype(d, MlxC.MLX_FLOAT32))); // indices < E ≤ 2^24: exact in f32
+            }
+        }
+        MlxArray host = ops.concatenate(parts, 0);
+        return new Result(host, routes, inputs, last, all, k2, v2);
     }
 
     private static MlxArray flat(MlxOps ops, MlxArray a) {

@@ -141,6 +141,11 @@ final class MlxTargetAttention implements AutoCloseable {
         return a.dtype() == dtype ? a : ops.astype(a, dtype);
     }
 
+    /** The layer's MLP. */
+    MlxTargetMlp mlp() {
+        return mlp;
+    }
+
     @Override
     public void close() {
         qkv.close();

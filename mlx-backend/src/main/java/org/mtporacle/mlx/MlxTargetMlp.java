@@ -40,10 +40,25 @@ final class MlxTargetMlp implements AutoCloseable {
         return moe != null;
     }
 
-    /** The MLP of {@code n [B, S, H]}; a MoE layer's router choices are not reported by the target. */
+    /**
+     * The sink of the running forward's router choices (spec §12.5), set by {@link MlxTarget#forward} around this
+     * layer's forward on the MLX thread; null outside it.
+     */
+    private List<MlxMoe.Choices> routes;
+
+    /** Sends the next forwards' router choices to {@code sink} (null: stop). */
+    void routeInto(List<MlxMoe.Choices> sink) {
+        this.routes = sink;
+    }
+
+    /** The MLP of {@code n [B, S, H]}; a MoE layer's router choices go to the sink set by {@link #routeInto}. */
     MlxArray apply(MlxOps ops, MlxArray n) {
         if (moe != null) {
-            return moe.apply(ops, n).out();
+            MlxMoe.Routed r = moe.apply(ops, n);
+            if (routes != null) {
+                routes.add(r.choices());
+            }
+            return r.out();
         }
         List<MlxArray> gu = gateUp.apply(ops, n);
         MlxArray g = gu.get(0);

@@ -1,5 +1,6 @@
 package org.mtporacle.mlx;
 
+import org.mtporacle.api.TargetRouterChoices;
 import org.mtporacle.api.AbstractTargetRows;
 import org.mtporacle.api.DType;
 import org.mtporacle.api.HostTensor;
@@ -22,14 +23,17 @@ import java.util.function.Supplier;
  * verify keeps, per GDN layer, the round's conv inputs {@code [B, K−1+W, C]} and the state after every token
  * {@code [W·B, Hv, Dk, Dv]}; a commit selects each row's window and state after its last kept token with one gather
  * each, on the device; caches need no rollback (positions past {@code P_b} are never read). One host read per forward
- * (logits and taps), none per token; a native failure poisons the group.
+ * (logits and taps, and a MoE target's router choices, which the forward computes anyway), none per token; a native
+ * failure poisons the group.
  */
-final class MlxTargetRows extends AbstractTargetRows<MlxTargetRows.DeviceRows> {
+final class MlxTargetRows extends AbstractTargetRows<MlxTargetRows.DeviceRows> implements TargetRouterChoices {
     private final MlxTarget target;
     private final TargetConfig c;
     private final int nGdn;
     private final int nFull;
     private MlxOps ops; // the running call's device context, set only inside onBackend on the MLX thread
+    /** The MoE router choices of the last prefill or verify (spec §12.5), read with its logits. */
+    private final List<TargetRouterChoices.Choice> routed = new ArrayList<>();
 
     /** An open round's per-GDN-layer conv inputs {@code [B, K−1+W, C]} and states {@code [W·B, Hv, Dk, Dv]}. */
     record Round(MlxArray[] inputs, MlxArray[] every, int width) {
@@ -201,12 +205,41 @@ final class MlxTargetRows extends AbstractTargetRows<MlxTargetRows.DeviceRows> {
         outs.addAll(Arrays.asList(r.keys()));
         outs.addAll(Arrays.asList(r.values()));
         ops.evalAll(outs);
-        float[] host = ops.toFloats(r.host()); // the forward's one host read
+        float[] host = ops.toFloats(r.host()); // the forward's one host read, router choices included
         int nl = verify ? n : 1;
         float[] logits = Arrays.copyOfRange(host, 0, b * nl * v);
         float[] pre = Arrays.copyOfRange(host, b * nl * v, b * nl * v + b * n * h);
-        float[] post = Arrays.copyOfRange(host, b * nl * v + b * n * h, host.length);
+        int end = b * nl * v + 2 * b * n * h;
+        float[] post = Arrays.copyOfRange(host, b * nl * v + b * n * h, end);
+        record(r.routes(), host, end, at, n);
         return new Forwarded<>(logits, pre, post, new DeviceRows(b, conv, rec, r.keys(), r.values(), round));
+    }
+
+    @Override
+    public List<TargetRouterChoices.Choice> lastRouterChoices() {
+        return List.copyOf(routed);
+    }
+
+    /**
+     * Records one forward's router choices (spec §12.5): row {@code r}'s {@code t}-th token at position
+     * {@code at[r] + t}, per MoE layer; device-side choices come from {@code host} past {@code from}, where the
+     * forward's one host read put them.
+     */
+    private void record(List<MlxTarget.Routes> routes, float[] host, int from, int[] at, int n) {
+        int off = from;
+        for (MlxTarget.Routes rt : routes) {
+            MlxMoe.Choices ch = rt.choices();
+            if (ch.onDevice() != null) {
+                ch.resolve(host, off);
+                off += ch.size();
+            }
+            int[][] experts = ch.experts();
+            for (int r = 0; r < at.length; r++) {
+                for (int t = 0; t < n; t++) {
+                    routed.add(new TargetRouterChoices.Choice(r, at[r] + t, rt.layer(), experts[r * n + t]));
+                }
+            }
+        }
     }
 
     @Override
@@ -312,6 +345,9 @@ final class MlxTargetRows extends AbstractTargetRows<MlxTargetRows.DeviceRows> {
 
     @Override
     protected <T> T onBackend(String call, Supplier<T> work) {
+        if (call.equals("prefill") || call.equals("verify")) {
+            routed.clear();
+        }
         try {
             return target.call(o -> {
                 ops = o;

@@ -123,7 +123,9 @@ final class ExecTarget implements LoadedTarget {
                     + ", expected the group handle, an int (WIRE.md §5.2)").getMessage());
         }
         engine.groupOpened();
-        return new ExecTargetRows(engine, g.asInt(), null);
+        Hello h = backend.hello();
+        return h != null && h.capabilities().targetRouterChoices() ? new ExecTargetRows.Routed(engine, g.asInt())
+                : new ExecTargetRows(engine, g.asInt(), null);
     }
 
     @Override

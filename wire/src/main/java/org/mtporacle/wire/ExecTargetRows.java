@@ -6,6 +6,7 @@ import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.TargetCheckpoint;
 import org.mtporacle.api.TargetOutput;
+import org.mtporacle.api.TargetRouterChoices;
 import org.mtporacle.api.TargetRows;
 
 import java.util.ArrayList;
@@ -16,15 +17,30 @@ import java.util.function.Supplier;
 /**
  * A target group in an engine process: each call is one request (WIRE.md §5.2) sent with the caller's arguments as
  * they are. A reply that breaks the protocol (a missing output tensor, a checkpoint whose digest does not match) is
- * an engine failure; what the outputs hold (their shapes, their numbers) is the kit's to judge.
+ * an engine failure; what the outputs hold (their shapes, their numbers) is the kit's to judge. An engine whose
+ * handshake claims {@code targetRouterChoices} gets {@link Routed} groups, which report the experts its
+ * {@code targetPrefill} and {@code targetVerify} replies list (WIRE.md §5.2, spec §12.5).
  */
-final class ExecTargetRows implements TargetRows {
+class ExecTargetRows implements TargetRows {
     private final EngineProcess engine;
     private final int group;
     private final String lost;
     private final ReentrantLock callLock = new ReentrantLock();
     private volatile String inProgress;
     private volatile boolean closed;
+    private volatile List<TargetRouterChoices.Choice> choices = List.of();
+
+    /** A group of an engine that reports its MoE target's router choices. */
+    static final class Routed extends ExecTargetRows implements TargetRouterChoices {
+        Routed(EngineProcess engine, int group) {
+            super(engine, group, null);
+        }
+
+        @Override
+        public List<Choice> lastRouterChoices() {
+            return choices();
+        }
+    }
 
     ExecTargetRows(EngineProcess engine, int group, String lost) {
         this.engine = engine;
@@ -116,8 +132,10 @@ final class ExecTargetRows implements TargetRows {
         List<HostTensor> tensors = new ArrayList<>();
         ObjectNode a = args();
         a.set("tokens", WireValues.tensor(tokens, tensors));
+        choices = List.of();
         WireFrame reply = call(op, a, tensors);
         ObjectNode r = ExecDraftModel.result(reply);
+        choices = routed(op, r);
         try {
             HostTensor logits = reply.tensorAt(r.get("logits"), "result.logits");
             HostTensor pre = reply.tensorAt(r.get("preNorm"), "result.preNorm");
@@ -130,6 +148,40 @@ final class ExecTargetRows implements TargetRows {
         } catch (WireFrame.FramingException e) {
             throw engine.violation(op, e.getMessage() + " (WIRE.md §5.2)");
         }
+    }
+
+    /** The choices of the last prefill or verify (empty when it failed or listed none). */
+    final List<TargetRouterChoices.Choice> choices() {
+        return choices;
+    }
+
+    /**
+     * A reply's {@code experts}, {@code [[row, position, layer, e_0, …, e_{K−1}], …]}, when this group reports router
+     * choices; a malformed list is an engine failure. The kit judges the experts themselves (spec §12.5).
+     */
+    private List<TargetRouterChoices.Choice> routed(String op, ObjectNode result) {
+        JsonNode n = result.get("experts");
+        if (!(this instanceof TargetRouterChoices) || n == null || n.isNull()) {
+            return List.of();
+        }
+        if (!n.isArray()) {
+            throw engine.violation(op, "result.experts is " + n.getNodeType() + ", expected an array (WIRE.md §5.2)");
+        }
+        List<TargetRouterChoices.Choice> out = new ArrayList<>(n.size());
+        for (int i = 0; i < n.size(); i++) {
+            int[] c;
+            try {
+                c = WireValues.readInts(n.get(i), "result.experts[" + i + "]");
+            } catch (WireFrame.FramingException e) {
+                throw engine.violation(op, e.getMessage() + " (WIRE.md §5.2)");
+            }
+            if (c == null || c.length < 4 || c[0] < 0 || c[1] < 0 || c[2] < 0) {
+                throw engine.violation(op, "result.experts[" + i + "] is " + n.get(i) + ", expected [row, position, "
+                        + "layer, expert, …] with row, position, layer ≥ 0 and at least one expert (WIRE.md §5.2)");
+            }
+            out.add(new TargetRouterChoices.Choice(c[0], c[1], c[2], java.util.Arrays.copyOfRange(c, 3, c.length)));
+        }
+        return List.copyOf(out);
     }
 
     @Override

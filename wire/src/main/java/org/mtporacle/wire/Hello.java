@@ -33,7 +33,7 @@ record Hello(String protocol, String engineName, String engineVersion, String de
     /** The capabilities, with WIRE.md's defaults for what the engine left out. */
     record Capabilities(boolean seededSampling, Set<String> tapDtypes, Set<String> weightDtypes,
                         Map<Integer, Set<Integer>> quantization, Set<String> layouts, int maxRows, int maxDepth,
-                        boolean routerChoices, boolean target) {
+                        boolean routerChoices, boolean target, boolean targetRouterChoices) {
         /** Null when the engine says it loads {@code dtype} weights quantized as given, else why not. */
         String refuses(String layout, Set<DType> dense, Set<Integer[]> affine) {
             if (!layouts.contains(layout)) {
@@ -112,6 +112,7 @@ record Hello(String protocol, String engineName, String engineVersion, String de
         JsonNode seeded = n.get("seededSampling");
         JsonNode routed = n.get("routerChoices");
         JsonNode target = n.get("target");
+        JsonNode targetRouted = n.get("targetRouterChoices");
         Map<Integer, Set<Integer>> quant = new java.util.TreeMap<>();
         JsonNode q = n.get("quantization");
         if (q != null && q.isArray()) {
@@ -129,7 +130,7 @@ record Hello(String protocol, String engineName, String engineVersion, String de
         return new Capabilities(seeded != null && seeded.asBoolean(false), names(n, "tapDtypes", Set.of("F32")),
                 names(n, "weightDtypes", Set.of("BF16", "F32")), quant, names(n, "layouts", Set.of("hf", "companion")),
                 atLeastOne(n, "maxRows"), atLeastOne(n, "maxDepth"), routed != null && routed.asBoolean(false),
-                target != null && target.asBoolean(false));
+                target != null && target.asBoolean(false), targetRouted != null && targetRouted.asBoolean(false));
     }
 
     /**

@@ -16,6 +16,7 @@ import org.mtporacle.api.LoadedTarget;
 import org.mtporacle.api.TargetCheckpoint;
 import org.mtporacle.api.TargetModel;
 import org.mtporacle.api.TargetOutput;
+import org.mtporacle.api.TargetRouterChoices;
 import org.mtporacle.api.TargetRows;
 import org.mtporacle.wire.WireFrame.FramingException;
 
@@ -179,6 +180,7 @@ public final class WireServer {
                 r.set("logits", WireValues.tensor(o.logits(), out));
                 r.set("preNorm", WireValues.tensor(o.preNorm(), out));
                 r.set("postNorm", WireValues.tensor(o.postNorm(), out));
+                targetExperts(g, r);
             }
             case "targetCommit" -> targetGroup(a, op).commit(WireValues.readInts(a.get("accepted"), "accepted"));
             case "targetCapture" -> {
@@ -358,6 +360,28 @@ public final class WireServer {
         c.put("routerChoices", true);
         if (servesTarget()) {
             c.put("target", true);
+            c.put("targetRouterChoices", true);
+        }
+    }
+
+    /**
+     * The target's router choices of the forward just made, when the backend's target rows report them (WIRE.md
+     * §5.2, spec §12.5): {@code [row, position, layer, e_0, …]} per (row, token, MoE layer), in the order computed.
+     */
+    private static void targetExperts(TargetRows g, ObjectNode r) {
+        if (!(g instanceof TargetRouterChoices rc)) {
+            return;
+        }
+        List<TargetRouterChoices.Choice> choices = rc.lastRouterChoices();
+        if (choices.isEmpty()) {
+            return;
+        }
+        ArrayNode list = r.putArray("experts");
+        for (TargetRouterChoices.Choice ch : choices) {
+            ArrayNode one = list.addArray().add(ch.row()).add(ch.position()).add(ch.layer());
+            for (int e : ch.experts()) {
+                one.add(e);
+            }
         }
     }
 

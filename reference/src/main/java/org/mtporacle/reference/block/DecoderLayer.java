@@ -47,6 +47,19 @@ public final class DecoderLayer {
 
     /** As {@link #forward(float[], RowKv[], int, ForwardTrace)}; a MoE MLP's choices go through {@code hook}. */
     public float[] forward(float[] x, RowKv[] kvs, int s, ForwardTrace trace, RouterHook hook) {
+        return forward(x, kvs, s, trace, hook, null);
+    }
+
+    /**
+     * As {@link #forward(float[], RowKv[], int, ForwardTrace)}; a MoE MLP's choices go through {@code hook} by
+     * forward row (the hybrid target's layers, spec §13.1).
+     */
+    public float[] forwardRouted(float[] x, RowKv[] kvs, int s, ForwardTrace trace, TokenRouterHook hook) {
+        return forward(x, kvs, s, trace, null, hook);
+    }
+
+    private float[] forward(float[] x, RowKv[] kvs, int s, ForwardTrace trace, RouterHook hook,
+                            TokenRouterHook byRow) {
         int hSize = c.hiddenSize();
         int n = kvs.length * s;
         double eps = c.rmsNormEps();
@@ -63,7 +76,7 @@ public final class DecoderLayer {
         // 8–9. y = h1 + MLP(n), n = RMSNorm(h1); the MLP dense (§1.4 step 8) or MoE (§12.3)
         float[] nrm = new float[n * hSize];
         k.rmsNorm(nrm, 0, h1, 0, w.postAttentionNorm(), hSize, n, eps);
-        float[] m = mlp.forward(nrm, kvs, s, trace, hook);
+        float[] m = byRow != null ? mlp.forward(nrm, n, trace, byRow) : mlp.forward(nrm, kvs, s, trace, hook);
         float[] y = new float[n * hSize];
         for (int i = 0; i < y.length; i++) {
             y[i] = h1[i] + m[i];

@@ -17,7 +17,11 @@ final class DenseMlp implements Mlp {
 
     @Override
     public float[] forward(float[] n, RowKv[] kvs, int s, ForwardTrace trace, RouterHook hook) {
-        int rows = kvs.length * s;
+        return forward(n, kvs.length * s, trace, null);
+    }
+
+    @Override
+    public float[] forward(float[] n, int rows, ForwardTrace trace, TokenRouterHook hook) {
         float[] gate = new float[rows * w.width()];
         float[] mlp = swiglu(k, w, n, rows, hSize, gate);
         if (trace != null) {

@@ -21,8 +21,15 @@ public sealed interface Mlp permits DenseMlp, MoeMlp {
      * layers, spec §13.1): no trace, no router hook.
      */
     default float[] forward(float[] n, int rows) {
-        return forward(n, new RowKv[rows], 1, null, null); // the caches are only read for a hook's positions
+        return forward(n, rows, null, null);
     }
+
+    /**
+     * {@code m [N, H]} for {@code rows} rows of {@code n [N, H]} that belong to no drafter cache (the hybrid target's
+     * layers, spec §13.1); records intermediates when {@code trace} is set; a MoE MLP's router choices go through
+     * {@code hook}, by forward row, when it is set.
+     */
+    float[] forward(float[] n, int rows, ForwardTrace trace, TokenRouterHook hook);
 
     static Mlp of(MlpWeights w, int hiddenSize, Kernels k) {
         return switch (w) {

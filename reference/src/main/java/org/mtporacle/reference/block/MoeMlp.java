@@ -25,7 +25,28 @@ final class MoeMlp implements Mlp {
 
     @Override
     public float[] forward(float[] n, RowKv[] kvs, int s, ForwardTrace trace, RouterHook hook) {
-        int rows = kvs.length * s;
+        TokenRouterHook byRow = hook == null ? null : (r, probs, chosen) -> {
+            RowKv kv = kvs[r / s];
+            int position = kv.length() - s + r % s;
+            int[] used = hook.route(kv, position, probs, chosen);
+            checkChoice(used, "at position " + position);
+            return used;
+        };
+        return route(n, kvs.length * s, trace, byRow);
+    }
+
+    @Override
+    public float[] forward(float[] n, int rows, ForwardTrace trace, TokenRouterHook hook) {
+        TokenRouterHook checked = hook == null ? null : (r, probs, chosen) -> {
+            int[] used = hook.route(r, probs, chosen);
+            checkChoice(used, "for forward row " + r);
+            return used;
+        };
+        return route(n, rows, trace, checked);
+    }
+
+    /** Steps 1–8 of spec §12.3 over {@code rows} rows of {@code n}; {@code hook} (checked) may replace a choice. */
+    private float[] route(float[] n, int rows, ForwardTrace trace, TokenRouterHook hook) {
         int e = w.numExperts();
         int topK = w.topK();
 
@@ -40,11 +61,7 @@ final class MoeMlp implements Mlp {
         for (int r = 0; r < rows; r++) {
             k.route(probs, r * e, slotExperts, slotWeights, logits, r * e, e, topK, w.normTopK());
             if (hook != null) {
-                RowKv kv = kvs[r / s];
-                int position = kv.length() - s + r % s;
-                int[] used = hook.route(kv, position, Arrays.copyOfRange(probs, r * e, (r + 1) * e),
-                        slotExperts.clone());
-                checkChoice(used, position);
+                int[] used = hook.route(r, Arrays.copyOfRange(probs, r * e, (r + 1) * e), slotExperts.clone());
                 if (!Arrays.equals(used, slotExperts)) {
                     System.arraycopy(used, 0, slotExperts, 0, topK);
                     k.routeWeights(slotWeights, probs, r * e, slotExperts, topK, w.normTopK());
@@ -105,7 +122,7 @@ final class MoeMlp implements Mlp {
         return out;
     }
 
-    private void checkChoice(int[] used, int position) {
+    private void checkChoice(int[] used, String where) {
         boolean ok = used != null && used.length == w.topK();
         for (int j = 0; ok && j < used.length; j++) {
             ok = used[j] >= 0 && used[j] < w.numExperts();
@@ -114,8 +131,8 @@ final class MoeMlp implements Mlp {
             }
         }
         if (!ok) {
-            throw MtpException.invalidArgument("router: the chooser returned " + Arrays.toString(used) + " at position "
-                    + position + ", expected " + w.topK() + " distinct experts in [0, " + w.numExperts()
+            throw MtpException.invalidArgument("router: the chooser returned " + Arrays.toString(used) + " " + where
+                    + ", expected " + w.topK() + " distinct experts in [0, " + w.numExperts()
                     + ") (spec §12.5)");
         }
     }

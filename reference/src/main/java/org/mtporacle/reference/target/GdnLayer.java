@@ -3,6 +3,7 @@ package org.mtporacle.reference.target;
 import org.mtporacle.api.TargetConfig;
 import org.mtporacle.api.TargetWeights;
 import org.mtporacle.reference.block.Mlp;
+import org.mtporacle.reference.block.TokenRouterHook;
 import org.mtporacle.reference.kernels.Kernels;
 
 /**
@@ -37,10 +38,11 @@ final class GdnLayer {
     /**
      * The layer over {@code x [B·s, H]}; row {@code b} starts from {@code conv[b]} and {@code rec[b]} (never written).
      * With {@code everyToken} the states after each token are kept in {@code out}, else the last; {@code chunked}
-     * runs the chunked recurrence (only without {@code everyToken}).
+     * runs the chunked recurrence (only without {@code everyToken}); a MoE MLP's choices go through {@code router}
+     * when it is set.
      */
     float[] forward(float[] x, int s, float[][] conv, float[][] rec, boolean everyToken, boolean chunked,
-                    States out, StateArrays arrays, TargetTrace trace, int layer) {
+                    States out, StateArrays arrays, TargetTrace trace, int layer, TokenRouterHook router) {
         int b = conv.length;
         int n = b * s;
         int c = g.convDim();
@@ -105,7 +107,7 @@ final class GdnLayer {
         }
         float[] post = new float[n * hSize];
         k.rmsNorm(post, 0, h, 0, w.postAttentionNorm(), hSize, n, eps);
-        float[] mo = mlp.forward(post, n);
+        float[] mo = mlp.forward(post, n, null, router);
         float[] y = new float[n * hSize];
         for (int i = 0; i < y.length; i++) {
             y[i] = h[i] + mo[i];

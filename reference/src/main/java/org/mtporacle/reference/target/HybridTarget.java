@@ -6,6 +6,7 @@ import org.mtporacle.api.TargetWeights;
 import org.mtporacle.reference.block.DecoderLayer;
 import org.mtporacle.reference.block.ForwardTrace;
 import org.mtporacle.reference.block.RowKv;
+import org.mtporacle.reference.block.TokenRouterHook;
 import org.mtporacle.reference.kernels.Kernels;
 
 /**
@@ -61,10 +62,11 @@ public final class HybridTarget {
     /**
      * Feeds {@code ids [B·s]} to rows that have processed {@code at[b]} tokens. GDN states after every token are kept
      * when {@code everyToken} (a verify), else after the last, by the chunked kernel when {@code chunked}. Logits at
-     * every position when {@code allLogits}, else at each row's last.
+     * every position when {@code allLogits}, else at each row's last. Each MoE layer's router choice at each token
+     * goes through {@code router} (by row, position {@code at[b] + t} and layer) when it is set (spec §12.5).
      */
     Result forward(TargetRowState[] rows, int[] at, int[] ids, int s, boolean everyToken, boolean chunked,
-                   boolean allLogits, StateArrays arrays, TargetTrace trace) {
+                   boolean allLogits, StateArrays arrays, TargetTrace trace, ReferenceTargetRows.ExpertChooser router) {
         int b = rows.length;
         int n = b * s;
         int h = c.shape().hiddenSize();
@@ -83,9 +85,10 @@ public final class HybridTarget {
                     rec[r] = rows[r].rec()[slot];
                 }
                 states[slot] = new GdnLayer.States(new float[b][][], new float[b][][]);
-                x = gdn.forward(x, s, conv, rec, everyToken, chunked, states[slot], arrays, trace, l);
+                x = gdn.forward(x, s, conv, rec, everyToken, chunked, states[slot], arrays, trace, l,
+                        byRow(router, at, s, l));
             } else {
-                x = attention((DecoderLayer) layers[l], x, rows, at, slot, s, trace, l);
+                x = attention((DecoderLayer) layers[l], x, rows, at, slot, s, trace, l, byRow(router, at, s, l));
             }
             if (trace != null) {
                 trace.put(l, "layer_out", x);
@@ -96,15 +99,21 @@ public final class HybridTarget {
         return new Result(logits(post, b, s, allLogits), x, post, states);
     }
 
+    /** Layer {@code l}'s forward rows mapped to (row, position, layer) for {@code router}; null without one. */
+    private static TokenRouterHook byRow(ReferenceTargetRows.ExpertChooser router, int[] at, int s, int l) {
+        return router == null ? null
+                : (i, probs, chosen) -> router.choose(i / s, at[i / s] + i % s, l, probs, chosen);
+    }
+
     private float[] attention(DecoderLayer layer, float[] x, TargetRowState[] rows, int[] at, int slot, int s,
-                              TargetTrace trace, int l) {
+                              TargetTrace trace, int l, TokenRouterHook router) {
         RowKv[] kvs = new RowKv[rows.length];
         for (int r = 0; r < rows.length; r++) {
             kvs[r] = rows[r].kv()[slot];
             kvs[r].setLength(at[r]);
         }
         ForwardTrace ft = trace == null ? null : new ForwardTrace();
-        float[] y = layer.forward(x, kvs, s, ft);
+        float[] y = layer.forwardRouted(x, kvs, s, ft, router);
         if (trace != null) {
             trace.put(l, "attn_gated", ft.get("gated"));
             trace.put(l, "attn_out", ft.get("attn_proj"));

@@ -8,6 +8,7 @@ import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.MtpConfig;
 import org.mtporacle.api.TargetCheckpoint;
 import org.mtporacle.api.TargetConfig;
+import org.mtporacle.api.TargetRouterChoices;
 import org.mtporacle.reference.block.RowKv;
 
 /**
@@ -16,12 +17,17 @@ import org.mtporacle.reference.block.RowKv;
  * (the snapshot design engines call "per-position states"), and a commit selects the one after the row's last kept
  * token; the attention caches need no snapshot, since a row's processed count decides which positions are read.
  */
-public final class ReferenceTargetRows extends AbstractTargetRows<ReferenceTargetRows.Rows> {
+public final class ReferenceTargetRows extends AbstractTargetRows<ReferenceTargetRows.Rows>
+        implements TargetRouterChoices {
     private final ReferenceTarget target;
     private final HybridTarget forward;
     private final TargetConfig c;
     private final StateArrays arrays;
     private TargetTrace nextTrace;
+    /** MoE router choices of the last prefill or verify, and the chooser armed for the next one (spec §12.5). */
+    private final java.util.ArrayList<TargetRouterChoices.Choice> routed = new java.util.ArrayList<>();
+    private ExpertChooser nextChooser;
+    private ExpertChooser chooser;
 
     /**
      * Fault injection for tests (package-private, null in production): consulted at every internal step of the
@@ -55,6 +61,43 @@ public final class ReferenceTargetRows extends AbstractTargetRows<ReferenceTarge
     /** Records the intermediates of the next computing call's (last) forward into {@code trace}. */
     public void traceNextCall(TargetTrace trace) {
         this.nextTrace = trace;
+    }
+
+    /** Picks a MoE layer's experts for one token (spec §12.5): usually {@code chosen}, the reference's own top-k. */
+    @FunctionalInterface
+    public interface ExpertChooser {
+        /**
+         * @param row      the contract row
+         * @param position the token's position in its row
+         * @param layer    the decoder layer
+         * @param probs    the router probabilities {@code [E]} (a copy)
+         * @param chosen   the reference's top-k in slot order (a copy)
+         * @return {@code K} distinct experts in {@code [0, E)}
+         */
+        int[] choose(int row, int position, int layer, float[] probs, int[] chosen);
+    }
+
+    @Override
+    public List<TargetRouterChoices.Choice> lastRouterChoices() {
+        return List.copyOf(routed);
+    }
+
+    /**
+     * For the next {@code prefill} or {@code verify} only: every MoE layer's experts at every token come from
+     * {@code next} (the kit continues on a backend's choices, spec §12.5).
+     */
+    public void chooseExpertsNextCall(ExpertChooser next) {
+        this.nextChooser = next;
+    }
+
+    /** Records each MoE layer's experts per token and applies the armed chooser. */
+    private ExpertChooser routing() {
+        ExpertChooser c = chooser;
+        return (row, position, layer, probs, chosen) -> {
+            int[] used = c == null ? chosen : c.choose(row, position, layer, probs, chosen);
+            routed.add(new TargetRouterChoices.Choice(row, position, layer, used));
+            return used;
+        };
     }
 
     @Override
@@ -110,7 +153,8 @@ public final class ReferenceTargetRows extends AbstractTargetRows<ReferenceTarge
         TargetTrace trace = nextTrace;
         arrays.begin();
         HybridTarget.Result r = forward.forward(s.rows(), at, ids, n, verify,
-                !verify && n > 1 && target.prefillForm() == ReferenceTarget.PrefillForm.CHUNKED, verify, arrays, trace);
+                !verify && n > 1 && target.prefillForm() == ReferenceTarget.PrefillForm.CHUNKED, verify, arrays, trace,
+                routing());
         int b = s.rows().length;
         TargetRowState[] rows = new TargetRowState[b];
         for (int i = 0; i < b; i++) {
@@ -169,10 +213,19 @@ public final class ReferenceTargetRows extends AbstractTargetRows<ReferenceTarge
 
     @Override
     protected <T> T onBackend(String call, java.util.function.Supplier<T> work) {
+        boolean computes = call.equals("prefill") || call.equals("verify");
+        if (computes) {
+            routed.clear();
+            chooser = nextChooser;
+            nextChooser = null;
+        }
         try {
             return work.get();
         } finally {
             nextTrace = null;
+            if (computes) {
+                chooser = null;
+            }
         }
     }
 

@@ -139,6 +139,7 @@ public final class TargetConform {
             TargetLockstep lockstep = new TargetLockstep(oracle, subject, target);
             TargetChainGenerator gen = new TargetChainGenerator(limits);
             TargetJudge.Counts counts = new TargetJudge.Counts(0, 0, 0, 0, 0);
+            org.mtporacle.conformance.compare.RouterTally router = org.mtporacle.conformance.compare.RouterTally.NONE;
             long bad = 0;
             int run = 0;
             TargetCampaign.Failure failure = null;
@@ -147,6 +148,7 @@ public final class TargetConform {
                 long seed = TargetCampaign.chainSeed(o.seed(), fx.name(), i);
                 TargetChainOutcome out = lockstep.run(seed, gen.generate(seed));
                 counts = counts.plus(out.counts());
+                router = router.plus(out.router());
                 bad += out.badCalls();
                 run++;
                 if (!out.passed()) {
@@ -168,7 +170,7 @@ public final class TargetConform {
                     : ConformReport.Status.FAILED, "", run, failure == null ? run : run - 1, seconds,
                     new ConformReport.Stats(counts.comparedTokens(), counts.nearTies(), counts.comparedStates(),
                             counts.maxStateNmse(), counts.maxOutputNmse(), bad, 0, List.of(),
-                            ConformReport.GapData.of(counts.gaps()), null, nmseData(counts)), failures);
+                            ConformReport.GapData.of(counts.gaps()), router, nmseData(counts)), failures);
         }
     }
 

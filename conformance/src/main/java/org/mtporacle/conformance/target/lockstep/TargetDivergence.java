@@ -7,7 +7,8 @@ package org.mtporacle.conformance.target.lockstep;
  * @param kind        what differs
  * @param actionIndex the chain action, from 0 (-1 outside a chain)
  * @param row         the row, or -1
- * @param position    the verify or prefill position, or -1
+ * @param position    the verify or prefill position (for {@link Kind#ROUTER}: the token's position in its row), or
+ *                    -1
  * @param message     what differs, both values, the threshold
  */
 public record TargetDivergence(Kind kind, int actionIndex, int row, int position, String message) {
@@ -24,6 +25,11 @@ public record TargetDivergence(Kind kind, int actionIndex, int row, int position
         STATE_SHAPE(Category.STATE),
         /** A row's conv windows, recurrent states, keys or values differ by NMSE beyond the bound. */
         STATE_TENSOR(Category.STATE),
+        /**
+         * A MoE layer's expert set at a token differs from the reference's beyond the router near-tie allowance
+         * (spec §12.5; only for a backend that reports its choices).
+         */
+        ROUTER(Category.ROUTER),
         /** The row count differs. */
         ROW_COUNT(Category.STATE),
         /** Both sides failed, with different kinds. */
@@ -53,7 +59,7 @@ public record TargetDivergence(Kind kind, int actionIndex, int row, int position
 
     /** The coarse class a shrunk chain must keep. */
     public enum Category {
-        OUTPUT, STATE, ERROR_BEHAVIOUR, STATE_AFTER_FAILURE, CONTRACT, LOOP
+        OUTPUT, STATE, ERROR_BEHAVIOUR, STATE_AFTER_FAILURE, CONTRACT, LOOP, ROUTER
     }
 
     public Category category() {

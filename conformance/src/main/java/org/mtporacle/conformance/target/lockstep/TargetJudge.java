@@ -6,6 +6,8 @@ import org.mtporacle.api.TargetCheckpoint;
 import org.mtporacle.api.TargetConfig;
 import org.mtporacle.conformance.compare.GapHistogram;
 import org.mtporacle.conformance.compare.NmseHistogram;
+import org.mtporacle.conformance.compare.RouterNearTie;
+import org.mtporacle.conformance.compare.RouterTally;
 import org.mtporacle.conformance.target.lockstep.TargetDivergence.Kind;
 
 import java.util.Arrays;
@@ -32,6 +34,9 @@ public final class TargetJudge {
     private double maxStateNmse;
     private final GapHistogram gaps = new GapHistogram();
     private final Map<String, NmseHistogram> nmse = emptyNmse();
+    private long routerCompared;
+    private long routerNearTies;
+    private double maxRouterGap;
 
     /** The kinds of compared tensor whose NMSEs are recorded: logits, taps, then the four state tensors. */
     public static final List<String> KINDS = List.of("logits", "taps", "convWindows", "recurrentStates", "keys",
@@ -220,6 +225,57 @@ public final class TargetJudge {
             return of(Kind.CONTRACT, -1, -1, what + ": " + actual.describe() + ", expected " + expected.describe());
         }
         return null;
+    }
+
+    // ---- router choices (MoE) ------------------------------------------------------------------------------------
+
+    /**
+     * One MoE layer's experts at one token (spec §12.5): {@code actual} passes when it is the same set as
+     * {@code expected}, or a router near-tie of it under the reference's probabilities {@code probs} ({@link
+     * RouterNearTie#gap}) within the profile's {@link TargetTolerance#routerGap()}. A profile with no router gap
+     * ({@code exact}) accepts no near-tie, not even an exact tie of gap 0: a backend held to the reference's bits
+     * computes the same probabilities, so it must break their ties by the spec's rule (§12.3 step 3, the lower expert
+     * index wins).
+     */
+    public TargetDivergence routerChoice(String what, int row, int position, int layer, float[] probs, int[] expected,
+                                         int[] actual) {
+        routerCompared++;
+        if (RouterNearTie.sameSet(expected, actual)) {
+            return null;
+        }
+        String where = String.format(Locale.ROOT, "%s row %d position %d layer %d", what, row, position, layer);
+        double gap;
+        try {
+            gap = RouterNearTie.gap(probs, expected, actual);
+        } catch (IllegalArgumentException e) {
+            return of(Kind.CONTRACT, row, position, where + ": " + e.getMessage());
+        }
+        double allowance = tolerance.routerGap();
+        if (gap <= allowance && allowance > 0) {
+            routerNearTies++;
+            maxRouterGap = Math.max(maxRouterGap, gap);
+            return null;
+        }
+        return of(Kind.ROUTER, row, position, String.format(Locale.ROOT, "%s: backend chose experts %s, reference %s "
+                + "(reference router probabilities %s vs %s, gap %.3g %s)%s", where, Arrays.toString(actual),
+                Arrays.toString(expected), probsOf(probs, actual), probsOf(probs, expected), gap, allowance > 0
+                        ? String.format(Locale.ROOT, "> %.3g %s", allowance, tolerance.name())
+                        : "and " + tolerance.name() + " allows no router near-tie", gap == 0
+                        ? ": an exact tie broken toward the higher expert index; spec §12.3 step 3: on equal "
+                        + "probabilities the lower index wins" : ""));
+    }
+
+    private static String probsOf(float[] probs, int[] experts) {
+        StringBuilder sb = new StringBuilder("[");
+        for (int j = 0; j < experts.length; j++) {
+            sb.append(j == 0 ? "" : ", ").append(String.format(Locale.ROOT, "%.5f", probs[experts[j]]));
+        }
+        return sb.append(']').toString();
+    }
+
+    /** What the router comparisons came to (MoE, spec §12.5): choices compared, near-ties, the largest gap. */
+    public RouterTally routerTally() {
+        return new RouterTally(routerCompared, routerNearTies, maxRouterGap);
     }
 
     // ---- row state -----------------------------------------------------------------------------------------------

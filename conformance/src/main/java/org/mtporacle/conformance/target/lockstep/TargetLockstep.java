@@ -7,12 +7,14 @@ import org.mtporacle.api.TargetCheckpoint;
 import org.mtporacle.api.TargetConfig;
 import org.mtporacle.api.TargetModel;
 import org.mtporacle.api.TargetOutput;
+import org.mtporacle.api.TargetRouterChoices;
 import org.mtporacle.api.TargetRows;
 import org.mtporacle.conformance.target.chain.TargetAction;
 import org.mtporacle.conformance.target.chain.TargetChainData;
 import org.mtporacle.conformance.target.chain.TargetShape;
 import org.mtporacle.conformance.target.lockstep.TargetDivergence.Kind;
 import org.mtporacle.reference.target.ReferenceTarget;
+import org.mtporacle.reference.target.ReferenceTargetRows;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -24,7 +26,9 @@ import java.util.function.Function;
  * by action, and stops at the first divergence (spec §13.3): every forward's logits tie-aware and by NMSE, both taps
  * by NMSE, every warm row's state after every change (through the backend's {@link TargetStateExport} in the layout
  * it declares, else through capture), every capture's checkpoint, and errors by kind with both sides' rows
- * unchanged. Verify drafts are drawn partly from the reference's own greedy continuation and commits may accept the
+ * unchanged. A backend that reports its MoE router choices ({@link TargetRouterChoices}) runs each forward first; the
+ * reference then judges every MoE layer's experts at every token tie-aware and continues on the backend's (spec
+ * §12.5). Verify drafts are drawn partly from the reference's own greedy continuation and commits may accept the
  * loop's matched prefix, so long accepts occur as often as short ones.
  */
 public final class TargetLockstep {
@@ -54,7 +58,8 @@ public final class TargetLockstep {
     /** Runs {@code chain}; {@code seed} is only recorded in the outcome. */
     public TargetChainOutcome run(long seed, List<TargetAction> chain) {
         Run r = new Run();
-        try (TargetRows o = oracle.openRows(List.of()); TargetRows s = subject.openRows(List.of())) {
+        try (ReferenceTargetRows o = oracle.openReferenceRows(List.of());
+             TargetRows s = subject.openRows(List.of())) {
             r.oracle = o;
             r.subject = s;
             for (int i = 0; i < chain.size() && r.divergence == null; i++) {
@@ -69,11 +74,11 @@ public final class TargetLockstep {
             }
         }
         return new TargetChainOutcome(seed, chain, r.executed, r.divergence, r.judge.counts(), r.badCalls,
-                r.skippedBad, r.matchedAccepts);
+                r.skippedBad, r.matchedAccepts, r.judge.routerTally());
     }
 
     private final class Run {
-        TargetRows oracle;
+        ReferenceTargetRows oracle;
         TargetRows subject;
         TargetShape shape = TargetShape.empty();
         final List<TargetCheckpoint[]> pool = new ArrayList<>(); // {oracle's, subject's}
@@ -130,11 +135,34 @@ public final class TargetLockstep {
         }
 
         <T> boolean both(Function<TargetRows, T> call, java.util.function.BiConsumer<T, T> compare) {
+            return both(null, call, compare);
+        }
+
+        /**
+         * Runs {@code call} on both sides and compares the results. For a forward ({@code routed} names it) of a
+         * backend that reports its MoE router choices, the backend runs first and the reference continues on its
+         * experts (spec §12.5, {@link #armRouter}).
+         */
+        <T> boolean both(String routed, Function<TargetRows, T> call, java.util.function.BiConsumer<T, T> compare) {
             List<TargetCheckpoint> oBefore = beforeFailure(oracle);
             List<TargetCheckpoint> sBefore = beforeFailure(subject);
             Object[] results = new Object[2];
-            RuntimeException oe = attempt(() -> results[0] = call.apply(oracle));
-            RuntimeException se = attempt(() -> results[1] = call.apply(subject));
+            RuntimeException oe;
+            RuntimeException se;
+            if (routed != null && subject instanceof TargetRouterChoices rc) {
+                se = attempt(() -> results[1] = call.apply(subject));
+                RouterFollow follow = se == null ? armRouter(routed, rc) : null;
+                oe = attempt(() -> results[0] = call.apply(oracle));
+                if (follow != null && oe == null) {
+                    follow.finish();
+                }
+                if (divergence != null) {
+                    return false;
+                }
+            } else {
+                oe = attempt(() -> results[0] = call.apply(oracle));
+                se = attempt(() -> results[1] = call.apply(subject));
+            }
             if (!compareOutcome(oe, se, oBefore, sBefore)) {
                 return false;
             }
@@ -144,6 +172,45 @@ public final class TargetLockstep {
             T s = (T) results[1];
             compare.accept(o, s);
             return divergence == null;
+        }
+
+        /**
+         * Makes the reference's next forward judge each MoE layer's experts at each token against the backend's (by
+         * row, position and layer) and continue on the backend's while they pass. The returned follow-up, run after
+         * the reference's forward, reports a (row, position, layer) only one side computed.
+         */
+        RouterFollow armRouter(String what, TargetRouterChoices rc) {
+            java.util.Map<List<Integer>, int[]> theirs = new java.util.LinkedHashMap<>();
+            for (TargetRouterChoices.Choice ch : rc.lastRouterChoices()) {
+                theirs.put(List.of(ch.row(), ch.position(), ch.layer()), ch.experts());
+            }
+            java.util.Set<List<Integer>> seen = new java.util.HashSet<>();
+            oracle.chooseExpertsNextCall((row, pos, layer, probs, ours) -> {
+                List<Integer> key = List.of(row, pos, layer);
+                seen.add(key);
+                int[] their = theirs.get(key);
+                if (divergence != null) {
+                    return ours;
+                }
+                if (their == null) {
+                    diverge(TargetJudge.of(Kind.CONTRACT, row, pos, String.format(java.util.Locale.ROOT,
+                            "%s row %d position %d layer %d: the backend reported no router choice for a MoE layer "
+                                    + "the call computed (spec §12.5)", what, row, pos, layer)));
+                    return ours;
+                }
+                diverge(judge.routerChoice(what, row, pos, layer, probs, ours, their));
+                return divergence == null ? their : ours;
+            });
+            return () -> {
+                for (List<Integer> key : theirs.keySet()) {
+                    if (divergence == null && !seen.contains(key)) {
+                        diverge(TargetJudge.of(Kind.CONTRACT, key.get(0), key.get(1), String.format(
+                                java.util.Locale.ROOT, "%s row %d position %d layer %d: the backend reported a router "
+                                        + "choice the call did not compute (no MoE layer, row or token there)", what,
+                                key.get(0), key.get(1), key.get(2))));
+                    }
+                }
+            };
         }
 
         boolean compareOutcome(RuntimeException oe, RuntimeException se, List<TargetCheckpoint> oBefore,
@@ -205,7 +272,7 @@ public final class TargetLockstep {
 
         boolean forward(String what, HostTensor tokens, java.util.function.BiFunction<TargetRows, HostTensor,
                 TargetOutput> call) {
-            return both(g -> call.apply(g, tokens), (o, s) -> {
+            return both(what, g -> call.apply(g, tokens), (o, s) -> {
                 if (s == null) {
                     diverge(TargetJudge.of(Kind.CONTRACT, -1, -1, what + " returned null"));
                     return;
@@ -354,6 +421,12 @@ public final class TargetLockstep {
                 divergence = d.at(index);
             }
         }
+    }
+
+    /** What to check once the reference's routed forward is done. */
+    @FunctionalInterface
+    private interface RouterFollow {
+        void finish();
     }
 
     /** A reference group of one row restored from {@code row}: a scratch copy the chain never sees. */
