@@ -57,6 +57,7 @@ class NumpyEngine(mtp_wire.Engine):
                 "maxDepth": MAX_DEPTH,
                 "routerChoices": True,
                 "target": True,
+                "targetRouterChoices": True,
             },
         }
 

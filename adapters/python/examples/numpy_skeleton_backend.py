@@ -32,5 +32,5 @@ class NumpyRows(mtp_wire.RowsSkeleton):   # storage: a tuple of (RowCache, retai
 if __name__ == "__main__":
     sys.exit(mtp_wire.serve_rows("numpy-mtp-skeleton", "1.0", lambda a: Model(a.directory, a.identity), NumpyRows,
                                  load_target=load_target, target_rows=NumpyTargetRows, seededSampling=True,
-                                 routerChoices=True, weightDtypes=["F32", "F16", "BF16"],
+                                 routerChoices=True, targetRouterChoices=True, weightDtypes=["F32", "F16", "BF16"],
                                  quantization=[{"bits": b, "groupSizes": [32, 64, 128]} for b in (2, 3, 4, 5, 6, 8)]))

@@ -12,7 +12,10 @@ class NumpyTargetRows(mtp_wire.TargetRowsSkeleton):   # storage: a tuple of RowS
         return state + tuple(self.t.empty_state() if r is None else RowState(
             r.processed, [w.T for w in r.conv_windows], r.recurrent_states, r.keys, r.values) for r in restored)
     def forward(self, state, at, ids, s, verify):   # each row knows its own P (at[b]); its state is replaced
-        out = [self.t.forward(row, ids[b], keep_every=verify) for b, row in enumerate(state)]
+        out = []
+        for b, row in enumerate(state):   # a MoE target reports (row, position, layer, experts) per router decision
+            out.append(self.t.forward(row, ids[b], keep_every=verify))
+            self.router.extend((b, p, layer, e) for p, layer, e in self.t.last_experts)
         logits = np.stack([(y if verify else y[-1:]) @ self.t.head.T for _, y, _, _ in out])
         nxt = tuple((row, g, kv) if verify else RowState(row.processed + s, [w[-1] for w, _ in g],
                                                          [st[-1] for _, st in g], [k for k, _ in kv], [v for _, v in kv])

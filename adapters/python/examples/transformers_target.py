@@ -12,7 +12,10 @@ fewer than all verified tokens goes back to the row's cache from before the veri
 again; one that accepts all keeps the verified cache. A checkpoint reads the cache's own tensors (conv states: the
 last K−1 of their K columns; recurrent states [Hv, Dk, Dv]; K/V) and a restore writes them into a cache made by a
 one-token forward. The argument checks are numpy_mtp/target.py's (TargetGroup), so what is on trial is
-transformers' arithmetic and its cache.
+transformers' arithmetic and its cache. For a MoE target the engine claims `targetRouterChoices`: a forward hook on
+every layer's router (`Qwen3_5MoeTopKRouter`, the sparse MoE block's `gate`) keeps its integer top-k indices, and
+prefill and verify replies list them as `experts` (row, position, layer, experts; WIRE.md §5.2), so the kit compares
+transformers' expert choices tie-aware and continues the reference on them (spec §12.5).
 
     python3 transformers_target.py [--device cpu|cuda] [--dtype float32|bfloat16|float64]
     python3 transformers_target.py --smoke DIR [--device cuda]   # one target's forwards vs the numpy target
@@ -99,6 +102,20 @@ class TorchTarget:
         self.pre = None
         self.model.norm.register_forward_hook(lambda mod, args, out: setattr(self, "pre", args[0]))
         self.identity = identity if isinstance(identity, str) else "unknown"
+        self.last_experts, self._routed = [], []
+        if self.moe:   # every decoder layer's MLP is a Qwen3_5MoeSparseMoeBlock; its `gate` is the top-k router
+            for li, layer in enumerate(self.model.layers):
+                gate = getattr(getattr(layer, "mlp", None), "gate", None)
+                if gate is not None:
+                    gate.register_forward_hook(lambda mod, args, out, li=li: self._keep_indices(li, out))
+
+    def _keep_indices(self, layer, out):
+        """The router's integer output (its top-k indices [tokens, k], torch.topk's descending order: the slot
+        order of spec §12.3) for decoder layer `layer`; a router that returns none leaves nothing."""
+        ints = [o for o in (out if isinstance(out, tuple) else (out,))
+                if self.torch.is_tensor(o) and not o.is_floating_point()]
+        if ints:
+            self._routed.append((layer, ints[0].detach().to("cpu").numpy()))
 
     def _tensor(self, entry):
         return self.torch.from_numpy(np.ascontiguousarray(to_f32(entry, "weight")))   # BF16/F16 widen exactly
@@ -108,14 +125,18 @@ class TorchTarget:
 
     def forward(self, cache, start, ids):
         """Feeds ids [S] at positions start… to `cache`; (the advanced cache, pre [S, H], post [S, H], logits [S, V]
-        as float64 numpy)."""
+        as float64 numpy). For a MoE target `last_experts` then holds what transformers' routers chose,
+        (position, layer, experts in slot order) per MoE layer and token, in the order computed."""
         torch = self.torch
         x = torch.as_tensor([list(map(int, ids))], dtype=torch.long, device=self.device)
         pos = torch.arange(start, start + len(ids), device=self.device)[None]
+        n = len(ids)
+        self._routed = []
         with torch.no_grad():
             out = self.model(input_ids=x, position_ids=pos, past_key_values=cache, use_cache=True)
             post = out.last_hidden_state
             logits = post @ self.head.T
+        self.last_experts, self._routed = routed_experts(start, n, self._routed), []
         f = lambda t: t[0].detach().to(torch.float64).cpu().numpy()  # noqa: E731
         return (cache if out.past_key_values is None else out.past_key_values), f(self.pre), f(post), f(logits)
 
@@ -156,6 +177,7 @@ class TorchTargetGroup(TargetGroup):
         for b, row in enumerate(self.rows):
             cache = self.t.new_cache() if row.cache is None else copy.deepcopy(row.cache)
             cache, x, y, lo = self.t.forward(cache, row.processed, ids[b])
+            self.router.extend((b, p, layer, e) for p, layer, e in self.t.last_experts)
             rows.append(TorchRow(row.processed + ids.shape[1], cache))
             logits.append(lo[-1:])
             pre.append(x)
@@ -167,6 +189,7 @@ class TorchTargetGroup(TargetGroup):
         for b, row in enumerate(self.rows):
             snapshot = copy.deepcopy(row.cache)     # the row's own cache stays as it was before the verify
             snapshot, x, y, lo = self.t.forward(snapshot, row.processed, ids[b])
+            self.router.extend((b, p, layer, e) for p, layer, e in self.t.last_experts)
             round_.append((row, snapshot, ids[b]))
             logits.append(lo)
             pre.append(x)
@@ -196,6 +219,13 @@ class TorchTargetGroup(TargetGroup):
                 np.stack(keys) if keys else None, np.stack(values) if values else None)
 
 
+def routed_experts(start, n, routed):
+    """(position, layer, experts) per layer and token, in the order the layers ran, from the routers' (layer,
+    indices [n, k]) of one forward of n tokens at positions start…"""
+    return [(start + i, layer, [int(e) for e in np.asarray(idx).reshape(n, -1)[i]])
+            for layer, idx in routed for i in range(n)]
+
+
 def t_layer(cache, li):
     return cache.layers[li]
 
@@ -209,6 +239,7 @@ class TransformersTargetEngine(tb.TransformersEngine):
         r["description"] = ("Hugging Face transformers' Qwen3.5 layers as an MTP block, and its Qwen3_5TextModel / "
                             "Qwen3_5MoeTextModel as the hybrid target (rollback by cache snapshots)")
         r["capabilities"]["target"] = True
+        r["capabilities"]["targetRouterChoices"] = True   # a MoE target's replies list its routers' experts
         return r
 
     def load_target(self, directory, layout, identity, options, config):
@@ -253,14 +284,24 @@ def smoke(directory, device, dtype_name):
     gt, gn = TorchTargetGroup(tt), TargetGroup(nt)
     gt.append([None, None])
     gn.append([None, None])
+    routed = [0, 0]   # router decisions compared, and those whose expert sets differ from numpy's
+
+    def choices():
+        a, b = gt.router_choices(), gn.router_choices()
+        if [c[:3] for c in a] != [c[:3] for c in b]:
+            raise AssertionError("router choices at different (row, position, layer): %s vs %s" % (a[:3], b[:3]))
+        routed[0] += len(a)
+        routed[1] += sum(1 for x, y in zip(a, b) if sorted(x[3]) != sorted(y[3]))
     prompt = Tensor.from_numpy(rng.integers(0, tt.s.vocab, (2, 70)).astype(np.int32))
     for a, b in zip(gt.prefill(prompt), gn.prefill(prompt)):
         compare("prefill outputs", a.array(), b.array())
+    choices()
     for step in range(6):
         w = 1 + step % 4
         toks = Tensor.from_numpy(rng.integers(0, tt.s.vocab, (2, w)).astype(np.int32))
         for a, b in zip(gt.verify(toks), gn.verify(toks)):
             compare("verify outputs", a.array(), b.array())
+        choices()
         acc = [int(rng.integers(0, w)), w - 1]
         gt.commit(acc)
         gn.commit(acc)
@@ -279,6 +320,9 @@ def smoke(directory, device, dtype_name):
     compare("restored continues", h.verify(nxt)[0].array(), gt.verify(nxt)[0].array())
     for k, v in sorted(worst.items()):
         print("  %-28s worst NMSE vs numpy f64: %.3g" % (k, v), file=sys.stderr)
+    if tt.moe:
+        print("  router decisions (row, position, layer) reported: %d, expert sets that differ from numpy's: %d"
+              % tuple(routed), file=sys.stderr)
     return 0 if all(v < 1e-6 for v in worst.values()) else 1
 
 

@@ -119,10 +119,10 @@ class GroupPlumbing:
         self._in_progress = None
 
     def _computing(self, call):
-        """Before a call's computation (the drafter clears its router choices here)."""
+        """Before a call's computation (the skeletons clear their router choices here)."""
 
     def _failed(self):
-        """After a computation failed with anything but an MtpError."""
+        """After a computation failed (the skeletons forget the call's router choices here)."""
 
     def _compute(self, call, work):
         """Runs one call's computation; anything but an MtpError becomes BACKEND_FAILURE with the rows unchanged."""
@@ -130,6 +130,7 @@ class GroupPlumbing:
         try:
             return work()
         except E.MtpError as e:
+            self._failed()
             if e.poisoned:
                 self.poison("a failed " + call)
             raise

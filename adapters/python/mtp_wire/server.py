@@ -429,30 +429,33 @@ class Server:
         raise E.MtpError(E.UNAVAILABLE, "%s: unknown op (this engine speaks %s)" % (op, PROTOCOL))
 
 
-def _experts_out(op, choices):
+def _experts_out(op, choices, keys=("row", "position")):
     """`[[row, position, e_0, ...], ...]` from the handler's (row, position, experts) triples, checked: row and
-    position integers in [0, 2^31), at least one expert, each a 32-bit integer (WIRE.md §5)."""
+    position integers in [0, 2^31), at least one expert, each a 32-bit integer (WIRE.md §5). The target's entries
+    (WIRE.md §5.2) carry a third key, `keys` = ("row", "position", "layer"): (row, position, layer, experts)."""
     if not choices:
         return []
     out = []
+    shape = "(%s, experts)" % ", ".join(keys)
     for i, c in enumerate(choices):
         try:
-            r, p, experts = c
+            *head, experts = c
             experts = list(experts)
         except (TypeError, ValueError):
-            raise TypeError("%s: router_choices()[%d] is not (row, position, experts)" % (op, i)) from None
-        row = _integer(r, 0, 2 ** 31)
-        pos = _integer(p, 0, 2 ** 31)
-        if row is None or pos is None:
-            raise ValueError("%s: router_choices()[%d] has row %r and position %r, expected integers in [0, 2^31)"
-                             % (op, i, r, p))
+            raise TypeError("%s: router_choices()[%d] is not %s" % (op, i, shape)) from None
+        if len(head) != len(keys):
+            raise TypeError("%s: router_choices()[%d] is not %s" % (op, i, shape))
+        ints = [_integer(v, 0, 2 ** 31) for v in head]
+        if None in ints:
+            raise ValueError("%s: router_choices()[%d] has %s, expected integers in [0, 2^31)"
+                             % (op, i, " and ".join("%s %r" % kv for kv in zip(keys, head))))
         if not experts:
             raise ValueError("%s: router_choices()[%d] lists no experts" % (op, i))
         ids = [_integer(e, -2 ** 31, 2 ** 31) for e in experts]
         if None in ids:
             raise ValueError("%s: router_choices()[%d] has an expert that is not a 32-bit integer: %r"
                              % (op, i, experts[ids.index(None)]))
-        out.append([row, pos] + ids)
+        out.append(ints + ids)
     return out
 
 

@@ -108,6 +108,15 @@ class TargetRows:
     def close(self):
         raise NotImplementedError
 
+    def router_choices(self):
+        """Optional (a MoE target whose hello claims `targetRouterChoices`, WIRE.md §4, §5.2; spec §12.5): the experts
+        its routers chose in the last successful prefill or verify, one `(row, position, layer, [expert, …])` per
+        (row, token, MoE layer) the call computed, in the order computed: the contract row, the token's position in
+        its row (its RoPE position: P, P+1, … for a row that had processed P tokens), the decoder layer index
+        (0-based) and the experts in slot order (descending probability, ties to the lower index, spec §12.3). A
+        commit computes nothing and reports nothing. None (the default) or an empty list sends nothing."""
+        return None
+
 
 def _checkpoint_in(cp):
     if cp is None or not isinstance(cp, dict):
@@ -205,7 +214,14 @@ def dispatch_target(server, op, a):
     elif op in ("targetPrefill", "targetVerify"):
         fn = rows.prefill if op == "targetPrefill" else rows.verify
         logits, pre, post = guard(lambda: fn(a.get("tokens")))
-        return {"logits": {"tensor": 0}, "preNorm": {"tensor": 1}, "postNorm": {"tensor": 2}}, [logits, pre, post]
+        result = {"logits": {"tensor": 0}, "preNorm": {"tensor": 1}, "postNorm": {"tensor": 2}}
+        # the call has run: a malformed list fails it as BACKEND_FAILURE and poisons the group, like the drafter's
+        from .server import _experts_out   # here: server imports this module
+        choices = getattr(rows, "router_choices", None)
+        experts = guard(lambda: _experts_out(op, choices(), ("row", "position", "layer"))) if choices else None
+        if experts:
+            result["experts"] = experts
+        return result, [logits, pre, post]
     elif op == "targetCommit":
         guard(lambda: rows.commit(a.get("accepted")))
     elif op == "targetCapture":

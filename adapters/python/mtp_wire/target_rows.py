@@ -106,6 +106,8 @@ class TargetRowsSkeleton(GroupPlumbing, TargetRows):
         self._closed = False
         self._poisoned_by = None
         self._in_progress = None
+        # (row, position, layer, experts) per MoE router decision of the last prefill or verify, filled by `forward`
+        self.router = []
 
     # ---- what an engine supplies ------------------------------------------------------------------------------
 
@@ -125,7 +127,8 @@ class TargetRowsSkeleton(GroupPlumbing, TargetRows):
         (int64 [B, s]). A prefill (verify False) returns storage with the tokens committed and the logits of each
         row's last position [B, 1, V]; a verify returns the round's storage, from which `rollback` keeps any prefix,
         and the logits of every position [B, s, V]. Both return the taps [B, s, H]. Never changes what `state`'s
-        published rows read."""
+        published rows read. A MoE engine appends `(b, at[b] + i, layer, experts)` to `self.router` for each token i
+        of row b and each MoE layer, in the order it computes them (the experts in slot order, spec §12.3)."""
         raise NotImplementedError
 
     def rollback(self, verified, before, keep):
@@ -149,6 +152,11 @@ class TargetRowsSkeleton(GroupPlumbing, TargetRows):
 
     def round_open(self):
         return self._round_open
+
+    def router_choices(self):
+        """The router choices of the last prefill or verify (WIRE.md §5.2 `experts`); empty after a commit, a failed
+        call, or for a dense target."""
+        return list(self.router)
 
     def append(self, checkpoints):
         self._enter("append")
@@ -199,7 +207,7 @@ class TargetRowsSkeleton(GroupPlumbing, TargetRows):
             _forward_size("prefill", b, min(n, PREFILL_CHUNK), self.shape, "split the prefill into shorter ones")
             at = list(self._processed)
             f = self._compute("prefill", lambda: self._prefill_chunks(ids, at))
-            self.reached("prefill", "publish")
+            self._reached_publish("prefill")
             self._publish(f.state, [p + n for p in at])
             return _outputs(f)
         finally:
@@ -242,7 +250,7 @@ class TargetRowsSkeleton(GroupPlumbing, TargetRows):
                 f = self._checked_forward("verify", self._storage, list(frm), ids, w, True)
                 return f._replace(state=self.seal(f.state))
             f = self._compute("verify", work)
-            self.reached("verify", "publish")
+            self._reached_publish("verify")
             self._publish(f.state, [p + w for p in frm])
             self._before, self._width, self._round_open = frm, w, True
             return _outputs(f)
@@ -305,9 +313,26 @@ class TargetRowsSkeleton(GroupPlumbing, TargetRows):
         self._closed = True
         s, self._storage = self._storage, None
         self._processed, self._round_open, self._before = [], False, None
+        self.router = []
         self.release(s)
 
     # ---- plumbing ---------------------------------------------------------------------------------------------
+
+    def _enter(self, call):
+        super()._enter(call)
+        if call in ("prefill", "verify", "commit"):   # cleared before each of them, refused ones included
+            self.router = []
+
+    def _failed(self):
+        self.router = []
+
+    def _reached_publish(self, call):
+        """The publish hook of a call that reports router choices: a failure there reports none."""
+        try:
+            self.reached(call, "publish")
+        except BaseException:
+            self.router = []
+            raise
 
     def _has_rows(self, call):
         if not self._processed:

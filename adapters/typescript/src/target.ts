@@ -4,7 +4,7 @@
 // `capabilities.target` in hello() and gives its Engine a loadTarget() returning a TargetModel.
 
 import { createHash } from "node:crypto";
-import { MtpError, Tensor, illegalState, invalidArgument } from "./mtp_wire.js";
+import { MtpError, Tensor, expertsOut, illegalState, invalidArgument } from "./mtp_wire.js";
 
 export const TARGET_SCHEMA = "qwen-target-v1";
 const TARGET_DIGEST_MAGIC = "mtp-oracle-target-checkpoint-digest/1";
@@ -44,6 +44,16 @@ export interface TargetOutput {
   postNorm: Tensor;
 }
 
+/** One router decision of a MoE target (spec §12.5, WIRE.md §5.2 `experts`): the contract row, the token's position
+ * in its row (its RoPE position: P, P+1, … for a row that had processed P tokens), the decoder layer index (0-based)
+ * and the chosen experts in slot order (descending probability, ties to the lower index, spec §12.3). */
+export interface TargetRouterChoice {
+  row: number;
+  position: number;
+  layer: number;
+  experts: ArrayLike<number>;
+}
+
 /** One group of target rows (spec §13.3): validate first in WIRE.md §5.2's order, throw MtpError, leave the rows
  * unchanged on failure (throw with poisoned = true when that is impossible). */
 export interface TargetRows {
@@ -55,6 +65,11 @@ export interface TargetRows {
   commit(accepted: unknown): void;
   capture(row: unknown): CapturedTargetCheckpoint;
   close(): void;
+  /** Optional, for a MoE target whose hello() claims `capabilities.targetRouterChoices` (WIRE.md §4, §5.2; spec
+   * §12.5): one choice per (row, token, MoE layer) of the last successful prefill or verify, in the order computed
+   * (a commit computes nothing and reports nothing). The server sends them as the reply's `experts`; null,
+   * undefined or [] sends nothing. */
+  routerChoices?(): readonly TargetRouterChoice[] | null | undefined;
 }
 
 export interface TargetModel {
@@ -112,8 +127,36 @@ export class TargetDispatch {
   private modelOf = new Map<number, number>();
   private closed = new Set<number>();
 
+  private unclaimedWarned = false;
+
+  /** `routed()`: whether the handshake claimed targetRouterChoices; `log` tells the engine's author once when a
+   * handler reports choices that the handshake did not claim (they are not sent). */
   constructor(private engine: { loadTarget?(args: LoadTargetArgs): TargetModel },
-              private handleFor: () => number, private guard: Guard, private poisoned: Map<number, string>) {}
+              private handleFor: () => number, private guard: Guard, private poisoned: Map<number, string>,
+              private routed: () => boolean = () => false, private log: (line: string) => void = () => {}) {}
+
+  /** The handler's router choices of the call just made as `experts` (WIRE.md §5.2) when the handshake claimed
+   * targetRouterChoices. A throwing or malformed list fails the call BACKEND_FAILURE and poisons the group: the call
+   * itself ran, so the rows are no longer where the runner believes them. */
+  private experts(op: string, g: number, rows: TargetRows, result: Record<string, unknown>): Record<string, unknown> {
+    if (typeof rows.routerChoices !== "function") return result;
+    if (!this.routed()) {
+      if (!this.unclaimedWarned) {
+        this.unclaimedWarned = true;
+        this.log("mtp_wire: the target rows handler has routerChoices() but hello() does not claim "
+          + "capabilities.targetRouterChoices, so no experts are sent (WIRE.md §4)");
+      }
+      return result;
+    }
+    const experts = this.guard(op, g, () => {
+      try {
+        return expertsOut(rows.routerChoices!(), ["row", "position", "layer"]);
+      } catch (e) {
+        throw e instanceof MtpError ? new Error(e.message) : e;
+      }
+    });
+    return experts ? { ...result, experts } : result;
+  }
 
   dispatch(op: string, a: Record<string, unknown>): [Record<string, unknown>, Tensor[]] {
     switch (op) {
@@ -169,7 +212,7 @@ export class TargetDispatch {
       case "targetPrefill":
       case "targetVerify": {
         const o = this.guard(op, g, () => (op === "targetPrefill" ? rows.prefill(a.tokens) : rows.verify(a.tokens)));
-        return [{ logits: { tensor: 0 }, preNorm: { tensor: 1 }, postNorm: { tensor: 2 } },
+        return [this.experts(op, g, rows, { logits: { tensor: 0 }, preNorm: { tensor: 1 }, postNorm: { tensor: 2 } }),
           [o.logits, o.preNorm, o.postNorm]];
       }
       case "targetCommit": this.guard(op, g, () => rows.commit(a.accepted)); return [{}, []];

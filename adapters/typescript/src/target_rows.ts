@@ -14,7 +14,7 @@ import {
 } from "./mtp_wire.js";
 import {
   type CapturedTargetCheckpoint, type LoadTargetArgs, TARGET_SCHEMA, type TargetCheckpoint, type TargetModel,
-  type TargetOutput, type TargetRows, targetCheckpointDigest,
+  type TargetOutput, type TargetRouterChoice, type TargetRows, targetCheckpointDigest,
 } from "./target.js";
 
 export const TARGET_MAX_DEPTH = 64;            // api RowContract.MAX_DEPTH
@@ -113,6 +113,9 @@ export abstract class TargetRowsSkeleton<S> implements TargetRows {
   private closed = false;
   private poisonedBy: string | null = null;
   private inProgress: string | null = null;
+  /** The (row, position, layer, experts) of the last prefill's or verify's MoE router decisions; `forward` pushes
+   * them (WIRE.md §5.2 `experts`). Cleared when prefill, verify or commit starts, and when one fails. */
+  router: TargetRouterChoice[] = [];
 
   constructor(readonly shape: TargetShape, empty: S) {
     this.storage = empty;
@@ -132,7 +135,9 @@ export abstract class TargetRowsSkeleton<S> implements TargetRows {
   /** One forward of s tokens per row (spec §13.1): row b, having processed at[b] tokens, consumes ids[b] ([s]). A
    * prefill (verify false) returns storage with the tokens committed and each row's last logits [B, 1, V]; a verify
    * returns the round's storage, from which rollback keeps any prefix, and every position's logits [B, s, V]. Never
-   * changes what `state`'s published rows read. */
+   * changes what `state`'s published rows read. A MoE engine pushes { row: b, position: at[b] + i, layer, experts }
+   * onto `this.router` for each token i of row b and each MoE layer, in the order computed (experts in slot order,
+   * spec §12.3). */
   protected abstract forward(state: S, at: number[], ids: number[][], s: number, verify: boolean): Forwarded<S>;
 
   /** The open round's storage rolled back: row b keeps its first keep[b] verified tokens (1 ≤ keep[b] ≤ W) after the
@@ -174,6 +179,11 @@ export abstract class TargetRowsSkeleton<S> implements TargetRows {
 
   roundOpen(): boolean {
     return this.open;
+  }
+
+  /** The router choices of the last prefill or verify; empty after a commit, a failed call, or for a dense target. */
+  routerChoices(): readonly TargetRouterChoice[] {
+    return this.router.slice();
   }
 
   append(checkpoints: unknown): void {
@@ -342,6 +352,7 @@ export abstract class TargetRowsSkeleton<S> implements TargetRows {
     this.processed = [];
     this.open = false;
     this.before = null;
+    this.router = [];
     this.release(s);
   }
 
@@ -361,8 +372,13 @@ export abstract class TargetRowsSkeleton<S> implements TargetRows {
       throw illegalState(`${call}: the target this group was opened from is closed; a group cannot outlive its target (spec §11.11)`);
     }
     this.inProgress = call;
+    const routing = call === "prefill" || call === "verify" || call === "commit";
+    if (routing) this.router = [];
     try {
       return body();
+    } catch (e) {
+      if (routing) this.router = [];   // a failed call reports no router choices
+      throw e;
     } finally {
       this.inProgress = null;
     }
@@ -571,18 +587,22 @@ export interface TargetOptions<T> {
   /** A group of no rows over `target`; targetOpenRows appends its checkpoints to it (all or nothing). */
   rows(target: T, args: LoadTargetArgs): TargetRowsSkeleton<unknown>;
   numerics?: string;
+  /** true for a MoE target whose forward pushes its router choices onto `router`: the hello claims
+   * `capabilities.targetRouterChoices` and prefill/verify replies carry them as `experts` (WIRE.md §4, §5.2). */
+  routerChoices?: boolean;
 }
 
 /** `engine` (e.g. rowsEngine(…), or an instance of your own Engine class) that also runs the hybrid target on a
- * TargetRowsSkeleton subclass: its hello claims `capabilities.target` and its loadTarget opens groups of `o.rows`
- * (WIRE.md §5.2). */
+ * TargetRowsSkeleton subclass: its hello claims `capabilities.target` (and `targetRouterChoices` with
+ * `o.routerChoices`) and its loadTarget opens groups of `o.rows` (WIRE.md §5.2). */
 export function withTarget<T>(engine: Engine, o: TargetOptions<T>): Engine {
   return {
     name: engine.name,
     version: engine.version,
     hello(): HelloResult {
       const r = engine.hello();
-      return { ...r, capabilities: { ...(r.capabilities ?? {}), target: true } };
+      const routed = o.routerChoices ? { targetRouterChoices: true } : {};
+      return { ...r, capabilities: { ...(r.capabilities ?? {}), target: true, ...routed } };
     },
     load: engine.load.bind(engine),
     loadTarget(a: LoadTargetArgs): TargetModel {

@@ -250,3 +250,84 @@ test("the README's target engine is examples/target_skeleton_backend.ts", () => 
   const blocks = [...readFileSync(path.join(pkg, "README.md"), "utf8").matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]);
   assert.ok(blocks.includes(file), "README.md has no ts block equal to examples/target_skeleton_backend.ts");
 });
+
+// Router choices of a MoE target (WIRE.md §4 targetRouterChoices, §5.2 experts): a fake target whose "router" picks
+// experts [(token + layer) % 8, (token + 2 layer + 1) % 8] in two layers; the expected replies are written out by
+// hand from WIRE.md §5.2 (row, position, layer, experts per token and layer, in the order the forward pushed them).
+class Routed extends Rows {
+  forward(state, at, ids, s, verify) {
+    const f = super.forward(state, at, ids, s, verify);
+    ids.forEach((row, b) => {
+      for (const layer of [0, 1]) {
+        row.forEach((t, i) => this.router.push({ row: b, position: at[b] + i, layer,
+          experts: [(t + layer) % 8, (t + 2 * layer + 1) % 8] }));
+      }
+    });
+    return f;
+  }
+}
+
+function routedTarget(o) {
+  const drafter = { name: "t", version: "1", hello: () => ({ profiles: [], capabilities: {} }), load: () => { throw new Error("no"); } };
+  let last = null;
+  const engine = withTarget(drafter, { load: (a) => TargetShape.of(a.config, a.identity), rows: () => (last = new Routed()), ...o });
+  const log = [];
+  const server = new Server(engine, (line) => log.push(line));
+  let id = 0;
+  const call = (op, args = {}, tensors = []) => {
+    const { reply } = server.handle({ header: { id: ++id, op, args }, tensors });
+    return JSON.parse(new TextDecoder().decode(reply.subarray(0, reply.indexOf(10))));
+  };
+  const hello = call("hello", { protocols: ["mtp-oracle-wire/1"] }).result;
+  const m = call("loadTarget", { directory: "/t", identity: "target-id", options: {}, config: CONFIG }).result.model;
+  const g = call("targetOpenRows", { model: m, checkpoints: [null, null] }).result.group;
+  return { hello, g, call, log, rows: () => last };
+}
+
+test("a MoE target's prefill and verify replies carry experts [[row, position, layer, e…], …]; commit and failures none", () => {
+  const { hello, g, call, rows } = routedTarget({ routerChoices: true });
+  assert.equal(hello.capabilities.targetRouterChoices, true);
+  const p = call("targetPrefill", { group: g, tokens: { tensor: 0 } }, [i32([3, 4, 10, 11], [2, 2])]);
+  assert.deepEqual(p.result.experts, [[0, 0, 0, 3, 4], [0, 1, 0, 4, 5], [0, 0, 1, 4, 6], [0, 1, 1, 5, 7],
+    [1, 0, 0, 2, 3], [1, 1, 0, 3, 4], [1, 0, 1, 3, 5], [1, 1, 1, 4, 6]]);
+  const v = call("targetVerify", { group: g, tokens: { tensor: 0 } }, [i32([7, 0], [2, 1])]);
+  assert.deepEqual(v.result.experts, [[0, 2, 0, 7, 0], [0, 2, 1, 0, 2], [1, 2, 0, 0, 1], [1, 2, 1, 1, 3]]);
+  const c = call("targetCommit", { group: g, accepted: [0, 0] });
+  assert.deepEqual(c.result, {});
+  assert.deepEqual(rows().routerChoices(), []);
+  rows().failAt = "verify/forward";   // the engine's failure: BACKEND_FAILURE, not poisoned
+  const f = call("targetVerify", { group: g, tokens: { tensor: 0 } }, [i32([1, 2], [2, 1])]);
+  assert.deepEqual([f.ok, f.error.kind, f.error.poisoned, f.result], [false, "BACKEND_FAILURE", false, undefined]);
+  assert.deepEqual(rows().routerChoices(), [], "a failed call reports no router choices");
+  rows().failAt = "verify/publish";   // after the forward pushed its choices (in process: the wire would poison)
+  assert.throws(() => rows().verify(i32([1, 2], [2, 1])), /injected at verify\/publish/);
+  assert.deepEqual(rows().routerChoices(), []);
+  rows().failAt = null;
+  assert.equal(call("targetVerify", { group: g, tokens: { tensor: 0 } }, [i32([1, 2], [2, 1])]).result.experts.length, 4);
+  assert.equal(rows().routerChoices().length, 4);
+});
+
+test("without routerChoices in withTarget's options the handshake claims nothing and replies carry no experts", () => {
+  const { hello, g, call, log } = routedTarget({});
+  assert.equal(hello.capabilities.targetRouterChoices, undefined);
+  for (let k = 0; k < 2; k++) {
+    const p = call("targetPrefill", { group: g, tokens: { tensor: 0 } }, [i32([3, 4], [2, 1])]);
+    assert.equal(p.result.experts, undefined);
+  }
+  assert.equal(log.length, 1, log.join("\n"));   // the unclaimed routerChoices() is pointed out once
+  assert.match(log[0], /targetRouterChoices/);
+});
+
+test("a malformed target router choice fails the call BACKEND_FAILURE and poisons the group", () => {
+  for (const [bad, message] of [[{ row: 0, position: 0, experts: [1] }, /\[0\]\.layer is undefined/],
+    [{ row: 0, position: 0, layer: -1, experts: [1] }, /\[0\]\.layer is -1/],
+    [{ row: 0, position: 0, layer: 0, experts: [] }, /\[0\]\.experts is \[\]/]]) {
+    const { g, call, rows } = routedTarget({ routerChoices: true });
+    rows().forward = function (...a) { const f = Routed.prototype.forward.apply(this, a); this.router = [bad]; return f; };
+    const r = call("targetPrefill", { group: g, tokens: { tensor: 0 } }, [i32([3, 4], [2, 1])]);
+    assert.deepEqual([r.ok, r.error.kind, r.error.poisoned], [false, "BACKEND_FAILURE", true]);
+    assert.match(r.error.message, /^targetPrefill: routerChoices\(\)\[0\]/);
+    assert.match(r.error.message, message);
+    assert.match(call("targetPrefill", { group: g, tokens: { tensor: 0 } }, [i32([3, 4], [2, 1])]).error.message, /poisoned/);
+  }
+});

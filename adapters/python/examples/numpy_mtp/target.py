@@ -158,6 +158,7 @@ class HybridTarget:
             self.layers.append(layer)
         r = a.rotary
         self.inv_freq = a.theta ** (-2.0 * np.arange(r // 2) / r) if r else np.zeros(0)
+        self.last_experts = []   # the last forward's (position, layer, experts), MoE layers only
 
     def _next_layout(self, qkvz, ba):
         """§13.2.1: Qwen3-Next's per-key-head groups [q_g | k_g | v_g.. | z_g..] and [b_g.. | a_g..], reordered."""
@@ -188,13 +189,16 @@ class HybridTarget:
     # -- one row's forward over S tokens ------------------------------------------------------------------------
     def forward(self, state, ids, keep_every):
         """ids [S] for a row in `state` (RowState, not modified). Returns (pre [S, H], post [S, H], new per-layer
-        GDN (windows, states) and K/V): with keep_every the GDN windows and states after every token, else the last."""
+        GDN (windows, states) and K/V): with keep_every the GDN windows and states after every token, else the last.
+        `last_experts` then holds its router choices, (position, layer, experts in slot order) per token and MoE
+        layer in the order computed (layer by layer, tokens in order; spec §12.3, WIRE.md §5.2)."""
         s, a = self.s, self.s.attn
         x = self.embed[ids]                                              # [S, H]
         n_tok = len(ids)
         gdn_out, kv_out = [], []
+        self.last_experts = experts = []
         gi = fi = 0
-        for layer in self.layers:
+        for li, layer in enumerate(self.layers):
             h = rms_norm(x, layer["in_norm"], a.eps)
             if layer["kind"] == "linear_attention":
                 y, windows, states = self._gdn(layer, h, state.windows[gi], state.states[gi], keep_every)
@@ -209,7 +213,8 @@ class HybridTarget:
             if "moe" in layer:
                 m = np.empty_like(n)
                 for i in range(n_tok):
-                    m[i] = layer["moe"].forward_row(n[i])[0]
+                    m[i], trace = layer["moe"].forward_row(n[i])
+                    experts.append((state.processed + i, li, [int(e) for e in trace["topk_indices"]]))
             else:
                 g = n @ layer["gate"].T
                 m = (silu(g) * (n @ layer["up"].T)) @ layer["down"].T
@@ -313,7 +318,9 @@ def _f32(x):
 class TargetGroup:
     """Target rows (spec §13.3): checks in the contract's order (WIRE.md §5.2), then compute, then publish. The
     computation and the row state are behind five hooks (`empty_row`, `restored_row`, `run_prefill`, `run_verify`,
-    `run_commit`, `export`), so an engine with other arithmetic (transformers_target.py) keeps these checks."""
+    `run_commit`, `export`), so an engine with other arithmetic (transformers_target.py) keeps these checks.
+    `run_prefill` and `run_verify` append their router choices, (row, position, layer, experts), to `self.router`
+    (WIRE.md §5.2 `experts`); it is cleared before each prefill, verify and commit and when one fails."""
 
     def __init__(self, target, model_closed=None):
         self.t = target
@@ -322,6 +329,7 @@ class TargetGroup:
         self.round = None        # during a round: what run_commit needs, one entry per row
         self.width = 0
         self.closed = False
+        self.router = []         # (row, position, layer, experts) of the last prefill or verify, MoE layers only
 
     # -- the arithmetic and the row state (numpy float64, RowState)
     def empty_row(self):
@@ -339,6 +347,7 @@ class TargetGroup:
         n = ids.shape[1]
         for b, row in enumerate(self.rows):
             x, y, gdn, kv = self.t.forward(row, ids[b], keep_every=False)
+            self.router.extend((b, p, layer, e) for p, layer, e in self.t.last_experts)
             new_rows.append(RowState(row.processed + n, [w[-1] for w, _ in gdn], [st[-1] for _, st in gdn],
                                      [k for k, _ in kv], [v for _, v in kv]))
             logits.append(y[-1:] @ self.t.head.T)
@@ -351,6 +360,7 @@ class TargetGroup:
         round_, logits, pre, post = [], [], [], []
         for b, row in enumerate(self.rows):
             x, y, gdn, kv = self.t.forward(row, ids[b], keep_every=True)
+            self.router.extend((b, p, layer, e) for p, layer, e in self.t.last_experts)
             round_.append((row, gdn, kv))
             logits.append(y @ self.t.head.T)
             pre.append(x)
@@ -386,6 +396,18 @@ class TargetGroup:
     def _has_rows(self, call):
         if not self.rows:
             raise E.illegal_state(call + ": the group has no rows")
+
+    def router_choices(self):
+        return list(self.router)
+
+    def _routed(self, run, ids):
+        """run(ids) with the router choices cleared first and forgotten when it fails."""
+        self.router = []
+        try:
+            return run(ids)
+        except BaseException:
+            self.router = []
+            raise
 
     def processed_tokens(self):
         extra = self.width if self.round is not None else 0
@@ -441,6 +463,7 @@ class TargetGroup:
         self.rows = [self.rows[r] for r in keep]
 
     def prefill(self, tokens):
+        self.router = []
         self._usable("prefill")
         self._no_round("prefill")
         self._has_rows("prefill")
@@ -448,11 +471,12 @@ class TargetGroup:
         n = ids.shape[1]
         self._positions("prefill", n)
         self._forward_size("prefill", min(n, PREFILL_CHUNK))
-        new_rows, logits, pre, post = self.run_prefill(ids)
+        new_rows, logits, pre, post = self._routed(self.run_prefill, ids)
         self.rows = new_rows
         return _out(logits), _out(pre), _out(post)
 
     def verify(self, tokens):
+        self.router = []
         self._usable("verify")
         self._no_round("verify")
         self._has_rows("verify")
@@ -467,11 +491,12 @@ class TargetGroup:
                                       "from the pending token (spec §13.3)" % b)
         self._positions("verify", w)
         self._forward_size("verify", w)
-        round_, logits, pre, post = self.run_verify(ids)
+        round_, logits, pre, post = self._routed(self.run_verify, ids)
         self.round, self.width = round_, w
         return _out(logits), _out(pre), _out(post)
 
     def commit(self, accepted):
+        self.router = []
         self._usable("commit")
         if self.round is None:
             raise E.illegal_state("commit: no verify round is open (spec §13.3)")

@@ -131,6 +131,10 @@ interface Frame {
     header: Record<string, unknown>;
     tensors: Tensor[];
 }
+/** A handler's router choices as WIRE.md §5's `experts`, `[[row, position, e_0, …], …]`, or null when there are
+ * none; the target's (§5.2) name a third key, `keys` = ["row", "position", "layer"]: `[[row, position, layer, e_0,
+ * …], …]`. Throws (an engine failure) on anything else: the runner must never read a malformed list. */
+export declare function expertsOut(choices: unknown, keys?: readonly string[]): number[][] | null;
 export declare class Server {
     private engine;
     private log;
@@ -141,6 +145,7 @@ export declare class Server {
     private closed;
     private nextHandle;
     private routed;
+    private targetRouted;
     private unclaimedWarned;
     private target;
     constructor(engine: Engine, log: (line: string) => void);

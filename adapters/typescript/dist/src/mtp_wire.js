@@ -246,32 +246,35 @@ const INT32_MAX = 2 ** 31 - 1;
 const isInt32 = (x) => Number.isInteger(x) && x >= -INT32_MAX - 1
     && x <= INT32_MAX;
 /** A handler's router choices as WIRE.md §5's `experts`, `[[row, position, e_0, …], …]`, or null when there are
- * none. Throws (an engine failure) on anything else: the runner must never read a malformed list. */
-function expertsOut(choices) {
+ * none; the target's (§5.2) name a third key, `keys` = ["row", "position", "layer"]: `[[row, position, layer, e_0,
+ * …], …]`. Throws (an engine failure) on anything else: the runner must never read a malformed list. */
+export function expertsOut(choices, keys = ["row", "position"]) {
+    const shape = `{ ${keys.join(", ")}, experts }`;
     if (choices === null || choices === undefined)
         return null;
     if (!Array.isArray(choices)) {
-        throw new Error(`routerChoices() returned ${typeof choices}, expected an array of { row, position, experts } `
+        throw new Error(`routerChoices() returned ${typeof choices}, expected an array of ${shape} `
             + "or null (WIRE.md §5)");
     }
     const out = [];
     choices.forEach((c, i) => {
         const at = `routerChoices()[${i}]`;
         if (c === null || typeof c !== "object") {
-            throw new Error(`${at} is ${String(c)}, expected { row, position, experts } (WIRE.md §5)`);
+            throw new Error(`${at} is ${String(c)}, expected ${shape} (WIRE.md §5)`);
         }
-        const { row, position, experts } = c;
-        for (const [name, v] of [["row", row], ["position", position]]) {
+        const o = c;
+        for (const name of keys) {
+            const v = o[name];
             if (!isInt32(v) || v < 0) {
                 throw new Error(`${at}.${name} is ${String(v)}, expected an integer in [0, 2^31) (WIRE.md §5)`);
             }
         }
-        const list = experts;
+        const list = o.experts;
         if (!(Array.isArray(list) || (ArrayBuffer.isView(list) && !(list instanceof DataView))) || list.length < 1) {
             throw new Error(`${at}.experts is ${Array.isArray(list) ? "[]" : String(list)}, expected at least one expert `
                 + "(WIRE.md §5)");
         }
-        const entry = [row, position];
+        const entry = keys.map((k) => o[k]);
         for (let k = 0; k < list.length; k++) {
             if (!isInt32(list[k])) {
                 throw new Error(`${at}.experts[${k}] is ${String(list[k])}, expected a 32-bit integer (WIRE.md §5)`);
@@ -303,12 +306,13 @@ export class Server {
     closed = new Set(); // groups closed (their handler answers for them)
     nextHandle = 1;
     routed = false; // the handshake claimed routerChoices
+    targetRouted = false; // the handshake claimed targetRouterChoices
     unclaimedWarned = false;
     target;
     constructor(engine, log) {
         this.engine = engine;
         this.log = log;
-        this.target = new TargetDispatch(engine, () => this.handleFor(), (op, g, fn) => this.guard(op, g, fn), this.poisoned);
+        this.target = new TargetDispatch(engine, () => this.handleFor(), (op, g, fn) => this.guard(op, g, fn), this.poisoned, () => this.targetRouted, (line) => this.log(line));
     }
     /** Answers one request frame with one reply frame (bytes). */
     handle(frame) {
@@ -380,6 +384,7 @@ export class Server {
                 }
                 const r = this.engine.hello();
                 this.routed = r.capabilities?.routerChoices === true;
+                this.targetRouted = r.capabilities?.targetRouterChoices === true;
                 return [{ ...r, protocol: PROTOCOL, engine: { name: this.engine.name, version: this.engine.version } }, []];
             }
             case "ping":

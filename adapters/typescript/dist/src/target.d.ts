@@ -30,6 +30,15 @@ export interface TargetOutput {
     preNorm: Tensor;
     postNorm: Tensor;
 }
+/** One router decision of a MoE target (spec §12.5, WIRE.md §5.2 `experts`): the contract row, the token's position
+ * in its row (its RoPE position: P, P+1, … for a row that had processed P tokens), the decoder layer index (0-based)
+ * and the chosen experts in slot order (descending probability, ties to the lower index, spec §12.3). */
+export interface TargetRouterChoice {
+    row: number;
+    position: number;
+    layer: number;
+    experts: ArrayLike<number>;
+}
 /** One group of target rows (spec §13.3): validate first in WIRE.md §5.2's order, throw MtpError, leave the rows
  * unchanged on failure (throw with poisoned = true when that is impossible). */
 export interface TargetRows {
@@ -41,6 +50,11 @@ export interface TargetRows {
     commit(accepted: unknown): void;
     capture(row: unknown): CapturedTargetCheckpoint;
     close(): void;
+    /** Optional, for a MoE target whose hello() claims `capabilities.targetRouterChoices` (WIRE.md §4, §5.2; spec
+     * §12.5): one choice per (row, token, MoE layer) of the last successful prefill or verify, in the order computed
+     * (a commit computes nothing and reports nothing). The server sends them as the reply's `experts`; null,
+     * undefined or [] sends nothing. */
+    routerChoices?(): readonly TargetRouterChoice[] | null | undefined;
 }
 export interface TargetModel {
     numerics?: string;
@@ -65,13 +79,22 @@ export declare class TargetDispatch {
     private handleFor;
     private guard;
     private poisoned;
+    private routed;
+    private log;
     private models;
     private groups;
     private modelOf;
     private closed;
+    private unclaimedWarned;
+    /** `routed()`: whether the handshake claimed targetRouterChoices; `log` tells the engine's author once when a
+     * handler reports choices that the handshake did not claim (they are not sent). */
     constructor(engine: {
         loadTarget?(args: LoadTargetArgs): TargetModel;
-    }, handleFor: () => number, guard: Guard, poisoned: Map<number, string>);
+    }, handleFor: () => number, guard: Guard, poisoned: Map<number, string>, routed?: () => boolean, log?: (line: string) => void);
+    /** The handler's router choices of the call just made as `experts` (WIRE.md §5.2) when the handshake claimed
+     * targetRouterChoices. A throwing or malformed list fails the call BACKEND_FAILURE and poisons the group: the call
+     * itself ran, so the rows are no longer where the runner believes them. */
+    private experts;
     dispatch(op: string, a: Record<string, unknown>): [Record<string, unknown>, Tensor[]];
 }
 export {};

@@ -3,7 +3,7 @@
 // qwen-target-v1) and its content digest, and the dispatch of the target ops. An engine claims
 // `capabilities.target` in hello() and gives its Engine a loadTarget() returning a TargetModel.
 import { createHash } from "node:crypto";
-import { MtpError, illegalState, invalidArgument } from "./mtp_wire.js";
+import { MtpError, expertsOut, illegalState, invalidArgument } from "./mtp_wire.js";
 export const TARGET_SCHEMA = "qwen-target-v1";
 const TARGET_DIGEST_MAGIC = "mtp-oracle-target-checkpoint-digest/1";
 export const TARGET_OPS = ["loadTarget", "targetUnload", "targetOpenRows", "targetAppend",
@@ -47,15 +47,46 @@ export class TargetDispatch {
     handleFor;
     guard;
     poisoned;
+    routed;
+    log;
     models = new Map();
     groups = new Map();
     modelOf = new Map();
     closed = new Set();
-    constructor(engine, handleFor, guard, poisoned) {
+    unclaimedWarned = false;
+    /** `routed()`: whether the handshake claimed targetRouterChoices; `log` tells the engine's author once when a
+     * handler reports choices that the handshake did not claim (they are not sent). */
+    constructor(engine, handleFor, guard, poisoned, routed = () => false, log = () => { }) {
         this.engine = engine;
         this.handleFor = handleFor;
         this.guard = guard;
         this.poisoned = poisoned;
+        this.routed = routed;
+        this.log = log;
+    }
+    /** The handler's router choices of the call just made as `experts` (WIRE.md §5.2) when the handshake claimed
+     * targetRouterChoices. A throwing or malformed list fails the call BACKEND_FAILURE and poisons the group: the call
+     * itself ran, so the rows are no longer where the runner believes them. */
+    experts(op, g, rows, result) {
+        if (typeof rows.routerChoices !== "function")
+            return result;
+        if (!this.routed()) {
+            if (!this.unclaimedWarned) {
+                this.unclaimedWarned = true;
+                this.log("mtp_wire: the target rows handler has routerChoices() but hello() does not claim "
+                    + "capabilities.targetRouterChoices, so no experts are sent (WIRE.md §4)");
+            }
+            return result;
+        }
+        const experts = this.guard(op, g, () => {
+            try {
+                return expertsOut(rows.routerChoices(), ["row", "position", "layer"]);
+            }
+            catch (e) {
+                throw e instanceof MtpError ? new Error(e.message) : e;
+            }
+        });
+        return experts ? { ...result, experts } : result;
     }
     dispatch(op, a) {
         switch (op) {
@@ -118,7 +149,7 @@ export class TargetDispatch {
             case "targetPrefill":
             case "targetVerify": {
                 const o = this.guard(op, g, () => (op === "targetPrefill" ? rows.prefill(a.tokens) : rows.verify(a.tokens)));
-                return [{ logits: { tensor: 0 }, preNorm: { tensor: 1 }, postNorm: { tensor: 2 } },
+                return [this.experts(op, g, rows, { logits: { tensor: 0 }, preNorm: { tensor: 1 }, postNorm: { tensor: 2 } }),
                     [o.logits, o.preNorm, o.postNorm]];
             }
             case "targetCommit":

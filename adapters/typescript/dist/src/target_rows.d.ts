@@ -1,5 +1,5 @@
 import { type Engine, Tensor } from "./mtp_wire.js";
-import { type CapturedTargetCheckpoint, type LoadTargetArgs, type TargetOutput, type TargetRows } from "./target.js";
+import { type CapturedTargetCheckpoint, type LoadTargetArgs, type TargetOutput, type TargetRouterChoice, type TargetRows } from "./target.js";
 export declare const TARGET_MAX_DEPTH = 64;
 export declare const MAX_WIDTH: number;
 export declare const TARGET_PREFILL_CHUNK = 2048;
@@ -67,6 +67,9 @@ export declare abstract class TargetRowsSkeleton<S> implements TargetRows {
     private closed;
     private poisonedBy;
     private inProgress;
+    /** The (row, position, layer, experts) of the last prefill's or verify's MoE router decisions; `forward` pushes
+     * them (WIRE.md §5.2 `experts`). Cleared when prefill, verify or commit starts, and when one fails. */
+    router: TargetRouterChoice[];
     constructor(shape: TargetShape, empty: S);
     /** Storage of `state`'s rows followed by one per entry: a checked TargetRowState, or null (an empty row, P = 0). */
     protected abstract appendRows(state: S, restored: (TargetRowState | null)[]): S;
@@ -75,7 +78,9 @@ export declare abstract class TargetRowsSkeleton<S> implements TargetRows {
     /** One forward of s tokens per row (spec §13.1): row b, having processed at[b] tokens, consumes ids[b] ([s]). A
      * prefill (verify false) returns storage with the tokens committed and each row's last logits [B, 1, V]; a verify
      * returns the round's storage, from which rollback keeps any prefix, and every position's logits [B, s, V]. Never
-     * changes what `state`'s published rows read. */
+     * changes what `state`'s published rows read. A MoE engine pushes { row: b, position: at[b] + i, layer, experts }
+     * onto `this.router` for each token i of row b and each MoE layer, in the order computed (experts in slot order,
+     * spec §12.3). */
     protected abstract forward(state: S, at: number[], ids: number[][], s: number, verify: boolean): Forwarded<S>;
     /** The open round's storage rolled back: row b keeps its first keep[b] verified tokens (1 ≤ keep[b] ≤ W) after the
      * before[b] it had processed; its state is exactly the state after them. */
@@ -96,6 +101,8 @@ export declare abstract class TargetRowsSkeleton<S> implements TargetRows {
     /** P per row at the last committed boundary or, during a round, through the open verify. */
     processedTokens(): number[];
     roundOpen(): boolean;
+    /** The router choices of the last prefill or verify; empty after a commit, a failed call, or for a dense target. */
+    routerChoices(): readonly TargetRouterChoice[];
     append(checkpoints: unknown): void;
     filterRows(keep: unknown): void;
     prefill(tokens: unknown): TargetOutput;
@@ -124,8 +131,11 @@ export interface TargetOptions<T> {
     /** A group of no rows over `target`; targetOpenRows appends its checkpoints to it (all or nothing). */
     rows(target: T, args: LoadTargetArgs): TargetRowsSkeleton<unknown>;
     numerics?: string;
+    /** true for a MoE target whose forward pushes its router choices onto `router`: the hello claims
+     * `capabilities.targetRouterChoices` and prefill/verify replies carry them as `experts` (WIRE.md §4, §5.2). */
+    routerChoices?: boolean;
 }
 /** `engine` (e.g. rowsEngine(…), or an instance of your own Engine class) that also runs the hybrid target on a
- * TargetRowsSkeleton subclass: its hello claims `capabilities.target` and its loadTarget opens groups of `o.rows`
- * (WIRE.md §5.2). */
+ * TargetRowsSkeleton subclass: its hello claims `capabilities.target` (and `targetRouterChoices` with
+ * `o.routerChoices`) and its loadTarget opens groups of `o.rows` (WIRE.md §5.2). */
 export declare function withTarget<T>(engine: Engine, o: TargetOptions<T>): Engine;

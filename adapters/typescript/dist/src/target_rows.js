@@ -96,6 +96,9 @@ export class TargetRowsSkeleton {
     closed = false;
     poisonedBy = null;
     inProgress = null;
+    /** The (row, position, layer, experts) of the last prefill's or verify's MoE router decisions; `forward` pushes
+     * them (WIRE.md §5.2 `experts`). Cleared when prefill, verify or commit starts, and when one fails. */
+    router = [];
     constructor(shape, empty) {
         this.shape = shape;
         this.storage = empty;
@@ -131,6 +134,10 @@ export class TargetRowsSkeleton {
     }
     roundOpen() {
         return this.open;
+    }
+    /** The router choices of the last prefill or verify; empty after a commit, a failed call, or for a dense target. */
+    routerChoices() {
+        return this.router.slice();
     }
     append(checkpoints) {
         this.call("append", () => {
@@ -301,6 +308,7 @@ export class TargetRowsSkeleton {
         this.processed = [];
         this.open = false;
         this.before = null;
+        this.router = [];
         this.release(s);
     }
     // ---- plumbing ---------------------------------------------------------------------------------------------
@@ -319,8 +327,16 @@ export class TargetRowsSkeleton {
             throw illegalState(`${call}: the target this group was opened from is closed; a group cannot outlive its target (spec §11.11)`);
         }
         this.inProgress = call;
+        const routing = call === "prefill" || call === "verify" || call === "commit";
+        if (routing)
+            this.router = [];
         try {
             return body();
+        }
+        catch (e) {
+            if (routing)
+                this.router = []; // a failed call reports no router choices
+            throw e;
         }
         finally {
             this.inProgress = null;
@@ -519,15 +535,16 @@ function f32(x, shape) {
     return Tensor.f32(x, shape);
 }
 /** `engine` (e.g. rowsEngine(…), or an instance of your own Engine class) that also runs the hybrid target on a
- * TargetRowsSkeleton subclass: its hello claims `capabilities.target` and its loadTarget opens groups of `o.rows`
- * (WIRE.md §5.2). */
+ * TargetRowsSkeleton subclass: its hello claims `capabilities.target` (and `targetRouterChoices` with
+ * `o.routerChoices`) and its loadTarget opens groups of `o.rows` (WIRE.md §5.2). */
 export function withTarget(engine, o) {
     return {
         name: engine.name,
         version: engine.version,
         hello() {
             const r = engine.hello();
-            return { ...r, capabilities: { ...(r.capabilities ?? {}), target: true } };
+            const routed = o.routerChoices ? { targetRouterChoices: true } : {};
+            return { ...r, capabilities: { ...(r.capabilities ?? {}), target: true, ...routed } };
         },
         load: engine.load.bind(engine),
         loadTarget(a) {
