@@ -103,6 +103,31 @@ final class ConformCommand implements Callable<Integer> {
     @Mixin
     Mixins.Quiet quiet;
 
+    /**
+     * The options that change what runs and that the report's fields do not hold, as command-line words for its
+     * reproduce line: every {@code --plugin} (absolute) and {@code --timeout}, before the subcommand or after it.
+     */
+    List<String> runOptions() {
+        List<String> out = new ArrayList<>();
+        picocli.CommandLine.ParseResult parsed = spec.root().commandLine().getParseResult();
+        for (Path p : MtpCommand.plugins(parsed)) {
+            out.add("--plugin");
+            out.add(p.toAbsolutePath().normalize().toString());
+        }
+        String timeout = null;
+        for (picocli.CommandLine c : parsed.asCommandLineList()) {
+            picocli.CommandLine.Model.OptionSpec o = c.getParseResult().matchedOption("--timeout");
+            if (o != null && !o.stringValues().isEmpty()) {
+                timeout = o.stringValues().getLast();
+            }
+        }
+        if (timeout != null) {
+            out.add("--timeout");
+            out.add(timeout);
+        }
+        return out;
+    }
+
     @Override
     public Integer call() {
         // absolute, so the trace paths and replay commands the report prints work from any folder
@@ -199,6 +224,7 @@ final class ConformCommand implements Callable<Integer> {
                 return signal.requested();
             }
         });
+        r = r.withOptions(runOptions());
         Path file = ReportFiles.write(r, report);
         if (junit != null) {
             JUnitXml.write(junit, "mtp conform", r.entries().stream().map(e -> new JUnitXml.Case("mtp.conform."

@@ -78,6 +78,7 @@ final class ConformLoopCommand {
                 }
             }
         });
+        r = r.withOptions(c.runOptions());
         Path file = ReportFiles.write(r, c.report);
         if (c.json.json) {
             System.out.println(ReportFiles.toJson(r));
