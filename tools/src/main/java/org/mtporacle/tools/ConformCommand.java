@@ -89,6 +89,12 @@ final class ConformCommand implements Callable<Integer> {
             + "default post), against the reference's, on the target fixtures, instead of drafter chains.")
     boolean loop;
 
+    @Option(names = "--kv", paramLabel = "keep|rebuild",
+            description = "With --loop: the drafter KV policy every backend is held to after a verify, keep (the "
+                    + "drafted rows stay) or rebuild (the accepted drafts are re-run with the verify's taps) "
+                    + "(spec §13.4; default keep).")
+    String kv;
+
     @Option(names = "--calibrate", description = "With --target: record the distributions the bf16 bounds are derived "
             + "from (greedy logit gaps, NMSEs by kind) with every numeric threshold off, so chains run to their end "
             + "(conformance/SPEC.md, \"Deriving the target's bf16 bounds\").")
@@ -135,6 +141,7 @@ final class ConformCommand implements Callable<Integer> {
         if (loop) {
             return ConformLoopCommand.run(this);
         }
+        Mixins.Usage.require(spec, kv == null, "--kv: only with --loop (the drafter KV policy of loop chains)");
         if (target) {
             return ConformTargetCommand.run(this);
         }

@@ -86,9 +86,11 @@ public interface TargetBackendRules {
     /**
      * §13.5 (loop chains, lockstep): the backend's target and drafter together, as an engine runs them (prefills
      * feeding the drafter its own target's tap, rounds of depth 0–4, verifies, both commits with rows accepting
-     * different counts, joins, leaves, restores of both states), match the reference's after every action, on both
-     * taps. Skipped without {@link TargetBackendVerification#createDrafter}. On failure: the group (target or drafter),
-     * the shrunk chain and its trace (format {@code mtp-oracle-loop-chain} v1); a failure here that target and drafter
+     * different counts, joins, leaves, restores of both states, bad calls to either group refused with the
+     * catalogue's kind and nothing changed), match the reference's after every action, on both taps and under both
+     * drafter KV policies (keep; rebuild: the accepted drafts re-run with the verify's taps). Skipped without {@link
+     * TargetBackendVerification#createDrafter}. On failure: the group (target or drafter), the tap and policy, the
+     * shrunk chain and its trace (format {@code mtp-oracle-loop-chain} v2); a failure here that target and drafter
      * chains do not show is in how the two groups meet.
      */
     void stochastic_s13_5_loopChainsFollowTheReference();

@@ -119,7 +119,10 @@ public abstract class TargetBackendVerification implements TargetBackendRules {
         return null;
     }
 
-    /** How many loop chains per tap {@link #stochastic_s13_5_loopChainsFollowTheReference} runs. */
+    /**
+     * How many loop chains per tap {@link #stochastic_s13_5_loopChainsFollowTheReference} runs, split between the two
+     * drafter KV policies (keep, then rebuild; at least one each).
+     */
     protected int loopChains() {
         return Math.max(5, lockstepChains() / 4);
     }
@@ -497,20 +500,26 @@ public abstract class TargetBackendVerification implements TargetBackendRules {
         }
         try (theirs) {
             for (HiddenTap tap : HiddenTap.values()) {
-                Path traces;
-                try {
-                    traces = Files.createTempDirectory("loop-tck-traces");
-                } catch (java.io.IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
-                LoopLockstep loop = new LoopLockstep(oracle, drafter, subject, theirs, loopTolerance(), tap);
-                LoopCampaign.Result r = LoopCampaign.run(new LoopCampaign.Settings(fixture(), "tck", loopChains(),
-                        20261202L + tap.ordinal(), LoopChainGenerator.Limits.defaults(), traces, 300), loop);
-                if (!r.passed()) {
-                    LoopCampaign.Failure f = r.failure();
-                    fail("§13.5 loop chains (tap " + tap.label() + "): chain " + f.chainsRun() + " diverged: "
-                            + f.divergence() + "\n  shrunk to " + f.shrunk().size() + " actions: "
-                            + f.shrunk().stream().map(LoopAction::describe).toList() + "\n  trace: " + f.trace());
+                for (KvPolicy policy : KvPolicy.values()) {
+                    Path traces;
+                    try {
+                        traces = Files.createTempDirectory("loop-tck-traces");
+                    } catch (java.io.IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                    LoopLockstep loop = new LoopLockstep(oracle, drafter, subject, theirs, loopTolerance(), tap,
+                            policy);
+                    int chains = policy == KvPolicy.KEEP ? (loopChains() + 1) / 2 : loopChains() / 2;
+                    LoopCampaign.Result r = LoopCampaign.run(new LoopCampaign.Settings(fixture(), "tck",
+                            Math.max(1, chains), 20261202L + tap.ordinal() + 2L * policy.ordinal(),
+                            LoopChainGenerator.Limits.defaults(), traces, 300), loop);
+                    if (!r.passed()) {
+                        LoopCampaign.Failure f = r.failure();
+                        fail("§13.5 loop chains (tap " + tap.label() + ", drafter KV " + policy.label() + "): chain "
+                                + f.chainsRun() + " diverged: " + f.divergence() + "\n  shrunk to "
+                                + f.shrunk().size() + " actions: " + f.shrunk().stream().map(LoopAction::describe)
+                                .toList() + "\n  trace: " + f.trace());
+                    }
                 }
             }
         }
