@@ -98,8 +98,9 @@ public interface TargetBackendRules {
     /**
      * §12 with §13.3 (lockstep): random chains on the MoE target fixtures
      * ({@link TargetBackendVerification#moeFixtures()}: {@code tiny-moe-target}, and {@code tiny-moe-next-target}, its
-     * weights as a Qwen3-Next release with {@code norm_topk_prob} false) whenever the backend loads MoE targets; a
-     * backend refusing them ({@code INCOMPATIBLE_MODEL} or {@code UNAVAILABLE}) skips the rule. On failure: the
+     * weights as a Qwen3-Next release with {@code norm_topk_prob} false) whenever the backend loads MoE targets: the
+     * fixtures it refuses ({@code INCOMPATIBLE_MODEL} or {@code UNAVAILABLE}, e.g. an engine that wires Qwen3.5's
+     * layout only) are left out, and the rule is skipped only when it refuses them all. On failure: the
      * fixture, the shrunk chain and its trace; look at the router's renormalisation, the shared expert's sigmoid gate
      * and which slot's weight scales which expert.
      */

@@ -210,16 +210,19 @@ public abstract class TargetBackendVerification implements TargetBackendRules {
                 + "empty)");
         List<String> fixtures = moeFixtures().stream().filter(f -> !f.equals(fixture())).toList();
         Assumptions.assumeFalse(fixtures.isEmpty(), "not applicable: the MoE fixture ran as fixture()");
+        List<String> refused = new ArrayList<>();
         for (String f : fixtures) {
             TargetFixture moe = TargetFixture.load(f, fixtureCache());
             LoadedTarget target;
             try {
                 target = createTarget(moe.target());
             } catch (MtpException e) {
-                Assumptions.assumeTrue(e.kind() != MtpException.Kind.INCOMPATIBLE_MODEL
-                        && e.kind() != MtpException.Kind.UNAVAILABLE, () -> "not applicable: the backend does not "
-                        + "load MoE targets (" + f + ": " + e.getMessage() + ")");
-                throw e;
+                if (e.kind() != MtpException.Kind.INCOMPATIBLE_MODEL && e.kind() != MtpException.Kind.UNAVAILABLE) {
+                    throw e;
+                }
+                // one refused layout (a Qwen3-Next release) must not hide the chains that ran on another
+                refused.add(f + ": " + e.getMessage());
+                continue;
             }
             try (LoadedTarget t = target;
                  ReferenceTarget reference = new ReferenceTarget(moe.target(), new Kernels(KernelMode.VECTOR, 1))) {
@@ -237,6 +240,8 @@ public abstract class TargetBackendVerification implements TargetBackendRules {
                 throw new java.io.UncheckedIOException(e);
             }
         }
+        Assumptions.assumeTrue(refused.size() < fixtures.size(), () -> "not applicable: the backend does not load MoE "
+                + "targets (" + String.join("; ", refused) + ")");
     }
 
     @Test
