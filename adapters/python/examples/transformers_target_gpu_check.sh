@@ -8,7 +8,8 @@
 #   MTP='java -jar mtp.jar' FIXTURE=DIR adapters/python/examples/transformers_target_gpu_check.sh [OUT_DIR]
 #
 # FIXTURE is a tiny-target release directory for the smoke check (`mtp fixture --preset tiny-target --out DIR`).
-# DEV (default cuda), CHAINS (per seed, default 250), LOOP_CHAINS (per policy, default 100), SECS (default 320). docs/findings/transformers-target/ holds
+# DEV (default cuda), CHAINS (per seed, default 250), LOOP_CHAINS (per policy, default 100), SECS (default 320).
+# docs/findings/transformers-target/ holds
 # what the first run found.
 set -u
 MTP=${MTP:-./mtp}
