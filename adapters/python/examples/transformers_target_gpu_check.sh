@@ -2,12 +2,14 @@
 # Runs transformers_target.py (transformers' Qwen3_5TextModel / Qwen3_5MoeTextModel as a hybrid target) through the
 # kit on the machine that has torch and transformers (and a GPU): its smoke check against the numpy target, then
 # `mtp tck` (drafter and target rules) and a 1,000-chain target campaign on tiny-target in four parallel seeds, a
-# bfloat16 campaign and a MoE campaign, each capped at SECS seconds. Run from the repository root:
+# bfloat16 campaign, a MoE campaign and loop chains (target and drafter together) under both drafter KV policies,
+# each capped at SECS seconds. Run from the repository root:
 #
 #   MTP='java -jar mtp.jar' FIXTURE=DIR adapters/python/examples/transformers_target_gpu_check.sh [OUT_DIR]
 #
 # FIXTURE is a tiny-target release directory for the smoke check (`mtp fixture --preset tiny-target --out DIR`).
-# DEV (default cuda), CHAINS (per seed, default 250), SECS (default 320). docs/findings/transformers-target/ holds
+# DEV (default cuda), CHAINS (per seed, default 250), LOOP_CHAINS (per policy, default 100), SECS (default 320).
+# docs/findings/transformers-target/ holds
 # what the first run found.
 set -u
 MTP=${MTP:-./mtp}
@@ -32,4 +34,9 @@ pids+=($!)
 timeout "$SECS" $MTP conform --target --backend "exec:$ENG" --fixture tiny-moe-target --chains 100 --seed 5 \
   --report "$OUT/campaign-moe-f32" > "$OUT/campaign-moe-f32.txt" 2>&1 &
 pids+=($!)
+for kv in keep rebuild; do
+  timeout "$SECS" $MTP conform --loop --kv "$kv" --backend "exec:$ENG" --fixture tiny-target --chains "${LOOP_CHAINS:-100}" \
+    --seed 11 --report "$OUT/loop-$kv" > "$OUT/loop-$kv.txt" 2>&1 &
+  pids+=($!)
+done
 for p in "${pids[@]}"; do wait "$p"; echo "pid $p exit $?"; done | tee "$OUT/exits.txt"

@@ -90,6 +90,12 @@ final class ConformCommand implements Callable<Integer> {
             + "default post), against the reference's, on the target fixtures, instead of drafter chains.")
     boolean loop;
 
+    @Option(names = "--kv", paramLabel = "keep|rebuild",
+            description = "With --loop: the drafter KV policy every backend is held to after a verify, keep (the "
+                    + "drafted rows stay) or rebuild (the accepted drafts are re-run with the verify's taps) "
+                    + "(spec §13.4; default keep).")
+    String kv;
+
     @Option(names = "--calibrate", description = "With --target: record the distributions the bf16 bounds are derived "
             + "from (greedy logit gaps, NMSEs by kind) with every numeric threshold off, so chains run to their end "
             + "(conformance/SPEC.md, \"Deriving the target's bf16 bounds\").")
@@ -104,6 +110,31 @@ final class ConformCommand implements Callable<Integer> {
     @Mixin
     Mixins.Quiet quiet;
 
+    /**
+     * The options that change what runs and that the report's fields do not hold, as command-line words for its
+     * reproduce line: every {@code --plugin} (absolute) and {@code --timeout}, before the subcommand or after it.
+     */
+    List<String> runOptions() {
+        List<String> out = new ArrayList<>();
+        picocli.CommandLine.ParseResult parsed = spec.root().commandLine().getParseResult();
+        for (Path p : MtpCommand.plugins(parsed)) {
+            out.add("--plugin");
+            out.add(p.toAbsolutePath().normalize().toString());
+        }
+        String timeout = null;
+        for (picocli.CommandLine c : parsed.asCommandLineList()) {
+            picocli.CommandLine.Model.OptionSpec o = c.getParseResult().matchedOption("--timeout");
+            if (o != null && !o.stringValues().isEmpty()) {
+                timeout = o.stringValues().getLast();
+            }
+        }
+        if (timeout != null) {
+            out.add("--timeout");
+            out.add(timeout);
+        }
+        return out;
+    }
+
     @Override
     public Integer call() {
         // absolute, so the trace paths and replay commands the report prints work from any folder
@@ -111,6 +142,7 @@ final class ConformCommand implements Callable<Integer> {
         if (loop) {
             return ConformLoopCommand.run(this);
         }
+        Mixins.Usage.require(spec, kv == null, "--kv: only with --loop (the drafter KV policy of loop chains)");
         if (target) {
             return ConformTargetCommand.run(this);
         }
@@ -200,6 +232,7 @@ final class ConformCommand implements Callable<Integer> {
                 return signal.requested();
             }
         });
+        r = r.withOptions(runOptions());
         Path file = ReportFiles.write(r, report);
         if (junit != null) {
             JUnitXml.write(junit, "mtp conform", r.entries().stream().map(e -> new JUnitXml.Case("mtp.conform."

@@ -8,15 +8,18 @@ import org.mtporacle.conformance.loop.lockstep.LoopConform;
 import org.mtporacle.conformance.report.ConformReport;
 import org.mtporacle.conformance.report.ReportFiles;
 import org.mtporacle.conformance.report.TextReport;
+import org.mtporacle.reference.target.SpeculativeDecoding.KvPolicy;
 import picocli.CommandLine.Model.CommandSpec;
 
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
  * {@code mtp conform --loop}: backends' hybrid targets and drafters together, in loop chains (spec §13.5), against the
  * reference's: every backend whose {@code supportsTarget()} is true; a backend without a target is listed as
- * unavailable, asked for by name the run exits 3. {@code --tap} picks the hidden every drafter is fed (default post).
+ * unavailable, asked for by name the run exits 3. {@code --tap} picks the hidden every drafter is fed (default post),
+ * {@code --kv} the drafter KV policy every backend is held to (default keep; spec §13.4).
  * The first failure of an entry is shrunk and written as an {@code mtp-oracle-loop-chain} trace.
  */
 final class ConformLoopCommand {
@@ -36,6 +39,7 @@ final class ConformLoopCommand {
         Mixins.Usage.require(spec, c.maxActions >= 1, "--max-actions " + c.maxActions + ": must be ≥ 1");
         HiddenTap tap = c.contexts.tap == null ? HiddenTap.POST_NORM
                 : Mixins.Usage.lookup(spec, () -> HiddenTap.of(c.contexts.tap));
+        KvPolicy policy = c.kv == null ? KvPolicy.KEEP : Mixins.Usage.lookup(spec, () -> KvPolicy.of(c.kv));
         List<BackendSelection.Choice> selected = Mixins.Usage.lookup(spec, () -> BackendSelection.select(c.backends));
         List<String> names = c.fixtures.isEmpty() ? FixtureRecipe.TARGETS : c.fixtures;
         for (String f : names) {
@@ -43,12 +47,12 @@ final class ConformLoopCommand {
                     + "fixture (known: " + String.join(", ", FixtureRecipe.TARGETS) + ")");
         }
         LoopConform.Options o = new LoopConform.Options(selected, c.backends, names, c.chains, c.seed, c.maxActions,
-                tap, c.report, FixtureRecipe.defaultCache());
+                tap, policy, c.report, FixtureRecipe.defaultCache());
         ProgressLine progress = new ProgressLine(c.quiet.quiet || c.json.json);
         boolean live = !c.json.json;
         if (live) {
             progress.println("mtp conform --loop: " + c.chains + " chains per entry, seed " + c.seed + "; "
-                    + LoopConform.contexts(tap));
+                    + LoopConform.contexts(tap, policy));
         }
         int chains = c.chains;
         ConformReport r = LoopConform.run(o, new Conform.Listener() {
@@ -78,6 +82,10 @@ final class ConformLoopCommand {
                 }
             }
         });
+        List<String> options = new ArrayList<>(policy == KvPolicy.KEEP ? List.of() : List.of("--kv",
+                policy.label()));
+        options.addAll(c.runOptions());
+        r = r.withOptions(options);
         Path file = ReportFiles.write(r, c.report);
         if (c.json.json) {
             System.out.println(ReportFiles.toJson(r));

@@ -10,6 +10,7 @@ import org.mtporacle.conformance.target.lockstep.TargetConform;
 import picocli.CommandLine.Model.CommandSpec;
 
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -77,6 +78,9 @@ final class ConformTargetCommand {
                 }
             }
         });
+        List<String> options = new ArrayList<>(c.calibrate ? List.of("--calibrate") : List.of());
+        options.addAll(c.runOptions());
+        r = r.withOptions(options);
         Path file = ReportFiles.write(r, report);
         if (c.json.json) {
             System.out.println(ReportFiles.toJson(r));

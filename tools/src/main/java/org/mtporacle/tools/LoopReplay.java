@@ -18,13 +18,14 @@ import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
 import org.mtporacle.reference.kernels.Kernels;
 import org.mtporacle.reference.target.ReferenceTarget;
+import org.mtporacle.reference.target.SpeculativeDecoding.KvPolicy;
 
 import java.nio.file.Path;
 import java.util.Map;
 
 /**
  * {@code mtp replay} of a loop chain trace ({@code mtp-oracle-loop-chain}): the backend's target and drafter in loop
- * lockstep with the reference's on the trace's fixture, under the trace's profile and tap.
+ * lockstep with the reference's on the trace's fixture, under the trace's profile, tap and drafter KV policy.
  */
 final class LoopReplay {
     private LoopReplay() {
@@ -49,16 +50,17 @@ final class LoopReplay {
         }
         Tolerance tol = Tolerance.named(t.tolerance());
         HiddenTap tap = HiddenTap.of(t.tap());
+        KvPolicy policy = KvPolicy.of(t.kv());
         System.out.printf("replaying loop trace %s: %d actions, backend %s %s, fixture %s (target %s), tolerance %s, "
-                + "tap %s%n", UntrustedText.path(trace), t.actions().size(), UntrustedText.clip(b.name()),
+                + "tap %s, drafter KV %s%n", UntrustedText.path(trace), t.actions().size(), UntrustedText.clip(b.name()),
                 UntrustedText.clip(options.toString()), UntrustedText.clip(t.fixture()),
-                UntrustedText.digestPrefix(model.identity()), tol.name(), tap.label());
+                UntrustedText.digestPrefix(model.identity()), tol.name(), tap.label(), policy.label());
         Kernels kernels = new Kernels(ReferenceBackend.configuredMode(), 1);
         try (ReferenceTarget oracleTarget = new ReferenceTarget(model, kernels);
              ReferenceDraftModel oracleDrafter = new ReferenceDraftModel(fx.drafter(), kernels);
              LoadedTarget target = b.loadTarget(model, options);
              DraftModel drafter = b.load(oracleDrafter.model(), options)) {
-            LoopChainOutcome out = new LoopLockstep(oracleTarget, oracleDrafter, target, drafter, tol, tap)
+            LoopChainOutcome out = new LoopLockstep(oracleTarget, oracleDrafter, target, drafter, tol, tap, policy)
                     .run(t.seed(), t.actions());
             for (int i = 0; i < t.actions().size(); i++) {
                 String mark = i < out.executed() - (out.passed() ? 0 : 1) ? "ok  " : i == out.executed() - 1

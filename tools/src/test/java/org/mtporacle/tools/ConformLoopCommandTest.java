@@ -62,5 +62,32 @@ class ConformLoopCommandTest {
         Cli tap = Cli.run("conform", "--loop", "--tap", "middle", "--backend", "reference", "--report",
                 dir.toString());
         assertThat(tap.exit()).as(tap.out()).isEqualTo(MtpCommand.EXIT_USAGE);
+        Cli kv = Cli.run("conform", "--loop", "--kv", "drop", "--backend", "reference", "--report", dir.toString());
+        assertThat(kv.exit()).as(kv.out()).isEqualTo(MtpCommand.EXIT_USAGE);
+        assertThat(kv.out()).contains("expected keep or rebuild");
+        Cli kvAlone = Cli.run("conform", "--target", "--kv", "rebuild", "--backend", "reference", "--report",
+                dir.toString());
+        assertThat(kvAlone.exit()).as(kvAlone.out()).isEqualTo(MtpCommand.EXIT_USAGE);
+        assertThat(kvAlone.out()).contains("--kv: only with --loop");
+    }
+
+    /** Under the rebuild policy the report says so, and the reproduce line and a failure's trace keep it. */
+    @Test
+    void theRebuildPolicyIsDeclaredInTheReportTheReproduceLineAndTheTrace() throws Exception {
+        Cli r = Cli.run("conform", "--loop", "--kv", "rebuild", "--backend", "reference", "--fixture",
+                "tiny-target", "--chains", "2", "--report", dir.toString());
+        assertThat(r.exit()).as(r.out()).isZero();
+        JsonNode json = new ObjectMapper().readTree(dir.resolve("report.json").toFile());
+        assertThat(json.get("contexts").asText()).contains("drafter KV rebuild");
+        assertThat(r.out()).contains("--fixture tiny-target --loop --kv rebuild\n");
+        Cli d = Cli.run("conform", "--loop", "--kv", "rebuild", "--backend", "drifting", "--fixture", "tiny-target",
+                "--chains", "1", "--report", dir.resolve("d").toString());
+        assertThat(d.exit()).as(d.out()).isEqualTo(MtpCommand.EXIT_FAILED);
+        String trace = new ObjectMapper().readTree(dir.resolve("d/report.json").toFile()).get("entries").get(0)
+                .get("failures").get(0).get("trace").asText();
+        assertThat(new ObjectMapper().readTree(Path.of(trace).toFile()).get("kv").asText()).isEqualTo("rebuild");
+        Cli replay = Cli.run("replay", trace, "--backend", "reference");
+        assertThat(replay.exit()).as(replay.out()).isZero();
+        assertThat(replay.out()).contains("drafter KV rebuild");
     }
 }

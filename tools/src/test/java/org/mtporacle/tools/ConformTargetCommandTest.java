@@ -29,6 +29,26 @@ class ConformTargetCommandTest {
         assertThat(json.get("contexts").asText()).contains("target rows");
     }
 
+    /**
+     * A calibration run (every numeric threshold off) is another run than the default one, so the command it prints to
+     * run the campaign again says so, as it says the timeout given before or after the subcommand; the report keeps
+     * both in its plan.
+     */
+    @Test
+    void theReproduceLineOfACalibrationRunCalibratesAgainWithTheSameTimeout() throws Exception {
+        Cli r = Cli.run("--timeout", "90", "conform", "--target", "--calibrate", "--backend", "reference",
+                "--fixture", "tiny-target", "--chains", "1", "--max-actions", "4", "--report", dir.toString());
+        assertThat(r.exit()).as(r.out()).isZero();
+        assertThat(r.out()).contains("reproduce: mtp conform --seed 1 --chains 1 --max-actions 4 --backend reference "
+                + "--fixture tiny-target --target --calibrate --timeout 90");
+        JsonNode plan = new ObjectMapper().readTree(dir.resolve("report.json").toFile()).get("plan");
+        assertThat(plan.get("options").toString()).isEqualTo("[\"--calibrate\",\"--timeout\",\"90\"]");
+        Cli plain = Cli.run("conform", "--target", "--backend", "reference", "--fixture", "tiny-target", "--chains",
+                "1", "--max-actions", "4", "--report", dir.resolve("plain").toString());
+        assertThat(plain.out()).as(plain.out()).contains("--fixture tiny-target --target\n")
+                .doesNotContain("--calibrate").doesNotContain("--timeout");
+    }
+
     @Test
     void aDriftingTargetFailsWithAShrunkTraceAndAnAbsentOneIsUnavailable() throws Exception {
         Cli r = Cli.run("conform", "--target", "--backend", "drifting", "--fixture", "tiny-target", "--chains", "2",

@@ -333,7 +333,7 @@ public final class SpeculativeGoldenVerifier {
             TargetOutput o = t.prefill(HostTensor.ofInts(prefix, 1, prefix.length));
             int vocab = o.logits().dim(2);
             float[] logits = o.logits().toFloatArray();
-            int off = (prefix.length - 1) * vocab;
+            int off = (o.logits().dim(1) - 1) * vocab; // a prefill returns the last position's logits (§13.3)
             double max = Double.NEGATIVE_INFINITY;
             for (int i = 0; i < vocab; i++) {
                 max = Math.max(max, logits[off + i]);

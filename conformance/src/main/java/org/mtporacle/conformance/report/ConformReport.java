@@ -38,6 +38,12 @@ public record ConformReport(String tool, String created, long seed, int chains, 
         this(tool, created, seed, chains, shards, contexts, entries, plan, missingShards, List.of());
     }
 
+    /** This report with {@code options} (command-line words that changed the run) added to its plan. */
+    public ConformReport withOptions(List<String> options) {
+        return options.isEmpty() ? this : new ConformReport(tool, created, seed, chains, shards, contexts, entries,
+                plan.withOptions(options), missingShards, unfinished);
+    }
+
     /** Whether a shard is missing or an entry did not finish: the report covers less than its campaign. */
     public boolean isPartial() {
         return !missingShards.isEmpty() || !unfinished.isEmpty();
@@ -56,11 +62,28 @@ public record ConformReport(String tool, String created, long seed, int chains, 
      * @param maxActions the longest chain
      * @param backends   the backend names asked for ({@code --backend}); empty when every backend found was run
      * @param fixtures   the fixtures run, by name
+     * @param options    the other options that changed what ran, as the command line's words ({@code --calibrate},
+     *                   {@code --kv rebuild}, {@code --timeout 120}, {@code --plugin JAR}); empty in reports that
+     *                   predate the field
      */
-    public record Plan(int shardCount, int maxActions, List<String> backends, List<String> fixtures) {
+    public record Plan(int shardCount, int maxActions, List<String> backends, List<String> fixtures,
+                       List<String> options) {
         public Plan {
             backends = backends == null ? List.of() : List.copyOf(backends);
             fixtures = fixtures == null ? List.of() : List.copyOf(fixtures);
+            options = options == null ? List.of() : List.copyOf(options);
+        }
+
+        /** A plan with no other options. */
+        public Plan(int shardCount, int maxActions, List<String> backends, List<String> fixtures) {
+            this(shardCount, maxActions, backends, fixtures, List.of());
+        }
+
+        /** This plan with {@code more} options after its own. */
+        public Plan withOptions(List<String> more) {
+            List<String> all = new java.util.ArrayList<>(options);
+            all.addAll(more);
+            return new Plan(shardCount, maxActions, backends, fixtures, all);
         }
 
         static Plan unknown(List<String> shards) {

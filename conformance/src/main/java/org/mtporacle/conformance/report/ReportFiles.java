@@ -177,7 +177,8 @@ public final class ReportFiles {
     /**
      * Merges the shard reports of one campaign: entries with the same profile and fixture add their chains and
      * failures; stats take sums and maxima. Refused (INVALID_ARGUMENT, naming the reports) when the reports come from
-     * different campaigns (seed, chains, shard count, chain length, backends or fixtures asked for, contexts), when a
+     * different campaigns (seed, chains, shard count, chain length, backends or fixtures asked for, contexts, the
+     * plan's options but {@code --timeout} and {@code --plugin}), when a
      * shard is given twice, or, unless {@code allowPartial}, when a shard of the campaign is missing; a partial merge
      * lists the missing shards in the report.
      */
@@ -262,6 +263,23 @@ public final class ReportFiles {
                 List.of());
     }
 
+    /**
+     * A plan's options that define the campaign: all but {@code --timeout} and {@code --plugin} and their values, which
+     * shards run on different machines may well set differently.
+     */
+    private static List<String> campaignOptions(ConformReport.Plan p) {
+        List<String> out = new ArrayList<>();
+        for (int i = 0; i < p.options().size(); i++) {
+            String o = p.options().get(i);
+            if (o.equals("--timeout") || o.equals("--plugin")) {
+                i++;
+            } else {
+                out.add(o);
+            }
+        }
+        return out;
+    }
+
     /** What makes {@code b} another campaign than {@code a}, or null. */
     private static String differs(ConformReport a, ConformReport b) {
         ConformReport.Plan x = a.plan();
@@ -283,6 +301,9 @@ public final class ReportFiles {
         }
         if (!x.fixtures().equals(y.fixtures())) {
             return "fixtures " + y.fixtures() + " vs " + x.fixtures();
+        }
+        if (!campaignOptions(x).equals(campaignOptions(y))) {
+            return "options " + campaignOptions(y) + " vs " + campaignOptions(x);
         }
         if (!a.contexts().equals(b.contexts())) {
             return "contexts " + UntrustedText.quote(b.contexts()) + " vs " + UntrustedText.quote(a.contexts());

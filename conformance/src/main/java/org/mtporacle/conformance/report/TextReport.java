@@ -221,7 +221,8 @@ public final class TextReport {
 
     /**
      * The command that runs the whole campaign again (every shard in one run): seed, chains, chain length, the
-     * backends asked for (none: every backend found) and the fixtures, with the contexts when they are a target's.
+     * backends asked for (none: every backend found) and the fixtures, with the contexts when they are a target's,
+     * then the other options that changed what ran ({@link ConformReport.Plan#options}).
      */
     public static String reproduce(ConformReport r) {
         StringBuilder c = new StringBuilder("mtp conform --seed ").append(r.seed()).append(" --chains ")
@@ -245,6 +246,7 @@ public final class TextReport {
                 c.append(" --tap ").append(shellWord(contexts.substring(tap + 5, contexts.indexOf(')', tap))));
             }
         }
+        r.plan().options().forEach(o -> c.append(' ').append(shellWord(o)));
         return c.toString();
     }
 

@@ -124,7 +124,7 @@ class SpeculativeGoldenTest {
      * The goldens alone, under {@code f32}, catch the mutants whose bug changes a state's size, a token or P; a
      * transposed state keeps every norm and every token (the engine reads its own orientation back), so only an exact
      * profile's digest or the lockstep's NMSE sees it. The MoE mutants change nothing on the dense {@code tiny-target}
-     * these goldens run (no speculative golden of a MoE target is committed yet).
+     * these goldens run ({@code OtherTargetsSpeculativeGoldenTest} holds them to the {@code tiny-moe-target} ones).
      */
     @ParameterizedTest(name = "{0}")
     @EnumSource(value = TargetMutation.class, names = {"NONE", "KEEP_REBUILD_MIXED_UP", "TRANSPOSED_STATE", "MOE_.*"},

@@ -41,6 +41,30 @@ class ReportReadingTest {
         assertThat(ReportFiles.read(f).entries()).hasSize(1);
     }
 
+    /**
+     * A plan's other options (the reproduce line's {@code --calibrate}, {@code --kv}, …) are absent from reports written
+     * before them, which read as none; shards whose options differ are two campaigns, but a timeout is not.
+     */
+    @Test
+    void aPlanWithoutOptionsReadsAsNoneAndShardsWithOtherOptionsDoNotMerge() throws IOException {
+        ConformReport.Plan p = new ConformReport.Plan(2, 30, List.of("reference"), List.of("tiny-target"),
+                List.of("--calibrate"));
+        ConformReport a = new ConformReport("t", "now", 1, 20, List.of("1/2"), "target rows", List.of(), p, List.of());
+        com.fasterxml.jackson.databind.ObjectMapper json = new com.fasterxml.jackson.databind.ObjectMapper();
+        var tree = json.readTree(ReportFiles.toJson(a));
+        assertThat(tree.get("plan").get("options").toString()).isEqualTo("[\"--calibrate\"]");
+        ((com.fasterxml.jackson.databind.node.ObjectNode) tree.get("plan")).remove("options");
+        Path f = dir.resolve("report.json");
+        Files.writeString(f, json.writeValueAsString(tree));
+        ConformReport old = ReportFiles.read(f);
+        assertThat(old.plan().options()).isEmpty();
+        ConformReport b = new ConformReport("t", "now", 1, 20, List.of("2/2"), "target rows", List.of(),
+                new ConformReport.Plan(2, 30, List.of("reference"), List.of("tiny-target")), List.of());
+        assertThatThrownBy(() -> ReportFiles.merge(List.of(a, b))).hasMessageContaining("options [] vs [--calibrate]");
+        ConformReport slower = b.withOptions(List.of("--calibrate", "--timeout", "600"));
+        assertThat(ReportFiles.merge(List.of(a, slower)).shards()).containsExactly("1/2", "2/2");
+    }
+
     @Test
     void duplicatesTrailingContentAndFractionsAreRefused() throws IOException {
         String v = valid();

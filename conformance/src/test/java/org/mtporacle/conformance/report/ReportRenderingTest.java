@@ -313,5 +313,8 @@ class ReportRenderingTest {
                 new ConformReport.Plan(1, 30, List.of("reference"), List.of("tiny-target")), List.of());
         assertThat(TextReport.reproduce(target)).isEqualTo("mtp conform --seed 3 --chains 5 --max-actions 30 "
                 + "--backend reference --fixture tiny-target --target");
+        ConformReport calibrated = target.withOptions(List.of("--calibrate", "--plugin", "my plugins/x.jar"));
+        assertThat(TextReport.reproduce(calibrated)).isEqualTo("mtp conform --seed 3 --chains 5 --max-actions 30 "
+                + "--backend reference --fixture tiny-target --target --calibrate --plugin 'my plugins/x.jar'");
     }
 }

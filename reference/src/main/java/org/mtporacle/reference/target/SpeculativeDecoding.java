@@ -230,12 +230,19 @@ public final class SpeculativeDecoding {
         }
     }
 
-    /**
-     * The {@link KvPolicy#REBUILD} step after {@code commit(0)}: each row with {@code a > 0} accepted drafts is
-     * prefilled with them and the verify's taps at positions {@code 1 … a} (its retained hidden is position 0's, so
-     * draft {@code j} pairs with the tap at position {@code j − 1}, spec §5.4), through a group of its own.
-     */
     private void rebuild(DraftRows m, int[] acc, int[][] drafts, HostTensor taps) {
+        rebuild(drafter, m, acc, drafts, taps);
+    }
+
+    /**
+     * The {@link KvPolicy#REBUILD} step after {@code commit(0)} of group {@code m} of {@code drafter}: each row with
+     * {@code a > 0} accepted drafts is prefilled with them and the verify's taps at positions {@code 1 … a} (its
+     * retained hidden is position 0's, so draft {@code j} pairs with the tap at position {@code j − 1}, spec §5.4),
+     * through a group of its own; then the group is emptied and every row appended again, in order.
+     *
+     * @param drafts [B][≥ a] each row's drafts; taps [B, W, H] the verify's taps at the declared hidden tap
+     */
+    public static void rebuild(DraftModel drafter, DraftRows m, int[] acc, int[][] drafts, HostTensor taps) {
         if (Arrays.stream(acc).allMatch(a -> a == 0)) {
             return;
         }

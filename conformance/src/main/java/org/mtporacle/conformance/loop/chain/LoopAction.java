@@ -1,6 +1,8 @@
 package org.mtporacle.conformance.loop.chain;
 
+import org.mtporacle.conformance.chain.BadCall;
 import org.mtporacle.conformance.target.chain.TargetAction.Acceptance;
+import org.mtporacle.conformance.target.chain.TargetBadCall;
 
 import java.util.List;
 
@@ -9,7 +11,9 @@ import java.util.List;
  * and a drafter group that always hold the same requests in the same rows. Actions carry intent and seeds, not arrays:
  * tokens and choices come from the seed, and everything the loop derives from outputs (the pending tokens, the drafts
  * verified, the accepted counts) comes from the reference's outputs when the action runs ({@link LoopChainData}), so
- * a shrunk chain stays a loop and a trace replays from the actions alone.
+ * a shrunk chain stays a loop and a trace replays from the actions alone. Besides the loop's own actions, a chain
+ * makes invalid calls to either group from the target's and the drafter's bad-call catalogues ({@link BadTarget},
+ * {@link BadDrafter}): both sides must refuse each with the catalogue's kind and change nothing.
  */
 public sealed interface LoopAction {
 
@@ -85,6 +89,28 @@ public sealed interface LoopAction {
         @Override
         public String describe() {
             return "capture seed=" + seed;
+        }
+    }
+
+    /**
+     * An invalid call to the target group ({@link TargetBadCall}, made as the target's chains make it, in the loop's
+     * state): both sides refuse it with the catalogue's kind, and neither group changes (an open round stays open).
+     */
+    record BadTarget(TargetBadCall call, long seed) implements LoopAction {
+        @Override
+        public String describe() {
+            return "bad target " + call.name().toLowerCase(java.util.Locale.ROOT).replace('_', '-') + " seed=" + seed;
+        }
+    }
+
+    /**
+     * An invalid call to the drafter group ({@link BadCall}, made as the drafter's chains make it, in the loop's
+     * state): both sides refuse it with the catalogue's kind, and neither group changes (an open round stays open).
+     */
+    record BadDrafter(BadCall call, long seed) implements LoopAction {
+        @Override
+        public String describe() {
+            return "bad drafter " + call.name().toLowerCase(java.util.Locale.ROOT).replace('_', '-') + " seed=" + seed;
         }
     }
 }

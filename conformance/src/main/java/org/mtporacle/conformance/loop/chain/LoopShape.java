@@ -1,6 +1,8 @@
 package org.mtporacle.conformance.loop.chain;
 
 import org.mtporacle.api.RowContract;
+import org.mtporacle.conformance.chain.GroupShape;
+import org.mtporacle.conformance.target.chain.TargetShape;
 
 import java.util.Arrays;
 
@@ -63,7 +65,21 @@ public record LoopShape(boolean[] warm, Round round, int depth, int poolSize) {
         return n;
     }
 
-    /** Whether {@code action} is valid here: the loop never makes a call the contract refuses. */
+    /** The target group's shape: its round is open once the drafts are verified, of width {@code depth + 1}. */
+    public TargetShape targetShape() {
+        boolean open = round == Round.VERIFIED;
+        return new TargetShape(warm, open, open ? depth + 1 : 0, poolSize);
+    }
+
+    /** The drafter group's shape: its round is open from the draft to the commit, of {@code depth}. */
+    public GroupShape drafterShape() {
+        return new GroupShape(warm, roundOpen(), roundOpen() ? depth : 0, poolSize);
+    }
+
+    /**
+     * Whether {@code action} runs here: a loop action when it is valid (the loop never makes a call the contract
+     * refuses by accident), a bad call when it is invalid for the reason its catalogue names in the group's state.
+     */
     public boolean allows(LoopAction action) {
         return switch (action) {
             case LoopAction.Join j -> !roundOpen();
@@ -74,10 +90,12 @@ public record LoopShape(boolean[] warm, Round round, int depth, int poolSize) {
             case LoopAction.Verify v -> round == Round.DRAFTED;
             case LoopAction.Commit c -> round == Round.VERIFIED;
             case LoopAction.Capture c -> warmRows() > 0;
+            case LoopAction.BadTarget b -> b.call().appliesTo(targetShape());
+            case LoopAction.BadDrafter b -> b.call().appliesTo(drafterShape());
         };
     }
 
-    /** The shape after {@code action}; an action that is not {@link #allows allowed} leaves it as it is. */
+    /** The shape after {@code action}; a bad call, or an action not {@link #allows allowed}, leaves it as it is. */
     public LoopShape next(LoopAction action) {
         if (!allows(action)) {
             return this;
@@ -107,6 +125,8 @@ public record LoopShape(boolean[] warm, Round round, int depth, int poolSize) {
             case LoopAction.Verify v -> new LoopShape(warm, Round.VERIFIED, depth, poolSize);
             case LoopAction.Commit c -> new LoopShape(warm, Round.NONE, 0, poolSize);
             case LoopAction.Capture c -> new LoopShape(warm, round, depth, poolSize + 1);
+            case LoopAction.BadTarget b -> this;
+            case LoopAction.BadDrafter b -> this;
         };
     }
 }

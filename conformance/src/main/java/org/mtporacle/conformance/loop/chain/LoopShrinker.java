@@ -65,6 +65,10 @@ public final class LoopShrinker {
             }
             case LoopAction.Capture c -> {
             }
+            case LoopAction.BadTarget b -> {
+            }
+            case LoopAction.BadDrafter b -> {
+            }
         }
         return out;
     }

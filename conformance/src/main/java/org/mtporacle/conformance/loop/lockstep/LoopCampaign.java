@@ -87,7 +87,7 @@ public final class LoopCampaign {
         if (s.traces() != null) {
             trace = s.traces().resolve("loop-chain-" + Long.toUnsignedString(failed.seed(), 16) + ".json");
             LoopTraceFiles.write(trace, new LoopChainTrace(s.fixture(), s.backend(), lockstep.tolerance().name(),
-                    lockstep.tap().label(), failed.seed(), shrunk, d.group(), d.kind(), d.actionIndex(), d.row(),
+                    lockstep.tap().label(), lockstep.policy().label(), failed.seed(), shrunk, d.group(), d.kind(), d.actionIndex(), d.row(),
                     d.position(), d.message(), lockstep.oracle().model().identity()));
         }
         return new Failure(failed.seed(), chainsRun, failed.chain().size(), new ArrayList<>(shrunk), d,

@@ -23,24 +23,24 @@ public record LoopChainOutcome(long seed, List<LoopAction> chain, int executed, 
 
     /**
      * What both judges compared: greedy tokens (verify and prefill positions, draft positions) and near-ties, row
-     * states (target states and drafter checkpoints), and the worst state NMSE (target tensors, drafter K/V) and
-     * output NMSE (logits and taps, the drafter's retained hidden).
+     * states (target states and drafter checkpoints), the worst state NMSE (target tensors, drafter K/V) and output
+     * NMSE (logits and taps, the drafter's retained hidden), and the bad calls made (to either group).
      */
     public record Stats(long comparedTokens, long nearTies, long comparedStates, double maxStateNmse,
-                        double maxOutputNmse) {
-        public static final Stats NONE = new Stats(0, 0, 0, 0, 0);
+                        double maxOutputNmse, long badCalls) {
+        public static final Stats NONE = new Stats(0, 0, 0, 0, 0, 0);
 
-        /** Both judges' counts together. */
-        public static Stats of(TargetJudge.Counts t, Judge.Counts d) {
+        /** Both judges' counts together, with the bad calls made. */
+        public static Stats of(TargetJudge.Counts t, Judge.Counts d, long badCalls) {
             return new Stats(t.comparedTokens() + d.comparedTokens(), t.nearTies() + d.nearTies(),
                     t.comparedStates() + d.comparedCheckpoints(), Math.max(t.maxStateNmse(), d.maxKvNmse()),
-                    Math.max(t.maxOutputNmse(), d.maxHiddenNmse()));
+                    Math.max(t.maxOutputNmse(), d.maxHiddenNmse()), badCalls);
         }
 
         public Stats plus(Stats o) {
             return new Stats(comparedTokens + o.comparedTokens, nearTies + o.nearTies,
                     comparedStates + o.comparedStates, Math.max(maxStateNmse, o.maxStateNmse),
-                    Math.max(maxOutputNmse, o.maxOutputNmse));
+                    Math.max(maxOutputNmse, o.maxOutputNmse), badCalls + o.badCalls);
         }
     }
 }

@@ -18,6 +18,7 @@ import org.mtporacle.reference.ReferenceBackend;
 import org.mtporacle.reference.ReferenceDraftModel;
 import org.mtporacle.reference.kernels.Kernels;
 import org.mtporacle.reference.target.ReferenceTarget;
+import org.mtporacle.reference.target.SpeculativeDecoding.KvPolicy;
 
 import java.nio.file.Path;
 import java.time.Instant;
@@ -29,17 +30,24 @@ import java.util.Map;
  * Loop conformance ({@code mtp conform --loop}): every chosen backend profile whose backend runs the hybrid target,
  * its target and its drafter together, on every target fixture, in lockstep with the reference's (spec §13.5):
  * {@code chains} loop chains each, seeded as target chains are; the first failure of an entry is shrunk and written as
- * a replayable {@code mtp-oracle-loop-chain} trace. The result is an ordinary conformance report: tokens compared are
+ * a replayable {@code mtp-oracle-loop-chain} trace. Every drafter is fed the declared tap and commits by the declared
+ * drafter KV policy. The result is an ordinary conformance report: tokens compared are
  * the target's greedy tokens and the drafter's, checkpoints the target states and drafter checkpoints compared.
  */
 public final class LoopConform {
     private LoopConform() {
     }
 
-    /** How the report's {@code contexts} field names a loop run (and how its stats read). */
+    /** How the report's {@code contexts} field names a loop run under {@code keep} (and how its stats read). */
     public static String contexts(HiddenTap tap) {
+        return contexts(tap, KvPolicy.KEEP);
+    }
+
+    /** How the report's {@code contexts} field names a loop run (and how its stats read). */
+    public static String contexts(HiddenTap tap, KvPolicy policy) {
         return "loop chains (spec §13.5): target and drafter rows as an engine runs them, each drafter fed its own "
-                + "target's " + tap.label() + "-norm tap; checkpoints = target states + drafter checkpoints, "
+                + "target's " + tap.label() + "-norm tap" + (policy == KvPolicy.KEEP ? "" : ", drafter KV "
+                + policy.label()) + "; checkpoints = target states + drafter checkpoints, "
                 + "kv NMSE = worst state NMSE, hidden NMSE = worst logits/taps/hidden NMSE";
     }
 
@@ -48,10 +56,12 @@ public final class LoopConform {
      * @param requested the names asked for (empty: every backend found)
      * @param fixtures  target presets
      * @param tap       the hidden tap every drafter is fed (spec §13.4)
+     * @param policy    the drafter KV policy declared for every backend (spec §13.4)
      * @param reportDir where traces go ({@code traces/}); earlier traces there are removed; null for none
      */
     public record Options(List<BackendSelection.Choice> choices, List<String> requested, List<String> fixtures,
-                          int chains, long seed, int maxActions, HiddenTap tap, Path reportDir, Path fixtureCache) {
+                          int chains, long seed, int maxActions, HiddenTap tap, KvPolicy policy, Path reportDir,
+                          Path fixtureCache) {
     }
 
     /** Runs every choice on every fixture; {@code listener} hears of every entry and chain. */
@@ -74,21 +84,21 @@ public final class LoopConform {
             }
         }
         return new ConformReport("mtp-oracle " + version(), Instant.now().toString(), o.seed(), o.chains(),
-                List.of("1/1"), contexts(o.tap()), entries, new ConformReport.Plan(1, limits(o).maxActions(),
+                List.of("1/1"), contexts(o.tap(), o.policy()), entries, new ConformReport.Plan(1, limits(o).maxActions(),
                 o.requested(), o.fixtures()), List.of(), List.of());
     }
 
     private static LoopChainGenerator.Limits limits(Options o) {
         LoopChainGenerator.Limits d = LoopChainGenerator.Limits.defaults();
         return o.maxActions() > 0 ? new LoopChainGenerator.Limits(o.maxActions(), d.maxRows(), d.maxDepth(),
-                d.maxPrefill()) : d;
+                d.maxPrefill(), d.badRate()) : d;
     }
 
     private static ConformReport.Entry entry(Options o, TargetFixture fx, ReferenceTarget oracleTarget,
                                              ReferenceDraftModel oracleDrafter, MtpBackend b, BackendProfile p,
                                              Conform.Listener listener) {
         String recipe = "target preset " + fx.name() + ", seed " + TargetFixture.SEED + ", bf16 (hybrid target), "
-                + "tap " + o.tap().label();
+                + "tap " + o.tap().label() + ", drafter KV " + o.policy().label();
         Availability a = b.availability();
         if (!a.available()) {
             return unavailable(fx, recipe, b, p, a.reason());
@@ -114,7 +124,8 @@ public final class LoopConform {
         }
         long t0 = System.nanoTime();
         try (LoadedTarget t = target; DraftModel d = drafter) {
-            LoopLockstep lockstep = new LoopLockstep(oracleTarget, oracleDrafter, t, d, p.tolerance(), o.tap());
+            LoopLockstep lockstep = new LoopLockstep(oracleTarget, oracleDrafter, t, d, p.tolerance(), o.tap(),
+                    o.policy());
             LoopCampaign.Settings s = new LoopCampaign.Settings(fx.name(), b.name(), o.chains(), o.seed(), limits(o),
                     o.reportDir() == null ? null : o.reportDir().resolve("traces"), 400);
             LoopCampaign.Result r = LoopCampaign.run(s, lockstep, (passed, done) -> listener.chainDone(done,
@@ -133,7 +144,7 @@ public final class LoopConform {
                     fx.target().identity(), p.tolerance(), t.numerics(), f == null ? ConformReport.Status.PASSED
                     : ConformReport.Status.FAILED, "", r.chainsRun(), f == null ? r.chainsRun() : r.chainsRun() - 1,
                     seconds, new ConformReport.Stats(st.comparedTokens(), st.nearTies(), st.comparedStates(),
-                    st.maxStateNmse(), st.maxOutputNmse(), 0, 0), failures);
+                    st.maxStateNmse(), st.maxOutputNmse(), st.badCalls(), 0), failures);
         }
     }
 

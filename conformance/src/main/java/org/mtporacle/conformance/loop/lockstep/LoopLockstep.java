@@ -18,10 +18,12 @@ import org.mtporacle.api.TargetRows;
 import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.compare.Divergence;
 import org.mtporacle.conformance.compare.Judge;
+import org.mtporacle.conformance.chain.GroupShape;
 import org.mtporacle.conformance.lockstep.TargetTaps;
 import org.mtporacle.conformance.loop.chain.LoopAction;
 import org.mtporacle.conformance.loop.chain.LoopChainData;
 import org.mtporacle.conformance.loop.chain.LoopShape;
+import org.mtporacle.conformance.target.chain.TargetShape;
 import org.mtporacle.conformance.target.lockstep.TargetDivergence;
 import org.mtporacle.conformance.target.lockstep.TargetJudge;
 import org.mtporacle.conformance.target.lockstep.TargetRouterFollow;
@@ -30,6 +32,8 @@ import org.mtporacle.reference.ReferenceDraftModel;
 import org.mtporacle.reference.ReferenceDraftRows;
 import org.mtporacle.reference.target.ReferenceTarget;
 import org.mtporacle.reference.target.ReferenceTargetRows;
+import org.mtporacle.reference.target.SpeculativeDecoding;
+import org.mtporacle.reference.target.SpeculativeDecoding.KvPolicy;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -47,6 +51,14 @@ import java.util.function.Supplier;
  * taps, every warm row's state through capture) and the drafter's ({@link Judge}: draft tokens tie-aware, the
  * reference continuing on the backend's; every warm row's checkpoint), each under the backend's profile (the drafter's
  * retained hidden, being its own target's tap, under the target's tap bound: {@link #drafterTolerance}).
+ *
+ * <p>The drafter's commit follows the declared KV policy (spec §13.4), on both sides alike: {@code keep} is §5.8's
+ * commit with the verify's taps; {@code rebuild} (after a round with drafts) commits 0 and re-runs each row's accepted
+ * drafts with its own target's verify taps ({@link SpeculativeDecoding#rebuild}: the row captured, restored into a
+ * group of its own, prefilled, captured, and the group refilled in order). A bad call ({@link LoopAction.BadTarget},
+ * {@link LoopAction.BadDrafter}) must be refused by the backend with the catalogue's kind, as the reference does, and
+ * leave the group's row count and, between rounds, every warm row as it was; an open round stays open, which the
+ * round's commit then shows.
  */
 public final class LoopLockstep {
     private final ReferenceTarget oracleTarget;
@@ -55,13 +67,22 @@ public final class LoopLockstep {
     private final DraftModel subjectDrafter;
     private final Tolerance tolerance;
     private final HiddenTap tap;
+    private final KvPolicy policy;
     private final int vocab;
 
+    /** Under the {@code keep} drafter KV policy. */
+    public LoopLockstep(ReferenceTarget oracleTarget, ReferenceDraftModel oracleDrafter, LoadedTarget subjectTarget,
+                        DraftModel subjectDrafter, Tolerance tolerance, HiddenTap tap) {
+        this(oracleTarget, oracleDrafter, subjectTarget, subjectDrafter, tolerance, tap, KvPolicy.KEEP);
+    }
+
     /**
+     * @param policy the drafter KV policy declared for the backend (spec §13.4)
      * @throws MtpException INCOMPATIBLE_MODEL when the target's taps do not fit the drafter
      */
     public LoopLockstep(ReferenceTarget oracleTarget, ReferenceDraftModel oracleDrafter, LoadedTarget subjectTarget,
-                        DraftModel subjectDrafter, Tolerance tolerance, HiddenTap tap) {
+                        DraftModel subjectDrafter, Tolerance tolerance, HiddenTap tap, KvPolicy policy) {
+        this.policy = policy;
         this.oracleTarget = oracleTarget;
         this.oracleDrafter = oracleDrafter;
         this.subjectTarget = subjectTarget;
@@ -78,6 +99,11 @@ public final class LoopLockstep {
 
     public HiddenTap tap() {
         return tap;
+    }
+
+    /** The declared drafter KV policy. */
+    public KvPolicy policy() {
+        return policy;
     }
 
     /** The reference target the backend is judged against. */
@@ -108,7 +134,7 @@ public final class LoopLockstep {
             }
         }
         return new LoopChainOutcome(seed, chain, r.executed, r.divergence, LoopChainOutcome.Stats.of(
-                r.tj.counts(), r.dj.counts()), r.skipped, r.accepts);
+                r.tj.counts(), r.dj.counts(), r.badCalls), r.skipped, r.accepts);
     }
 
     /** A pool entry: one request's target and drafter checkpoints on both sides, and its pending token. */
@@ -135,10 +161,11 @@ public final class LoopLockstep {
         int index;
         int executed;
         int skipped;
+        int badCalls;
 
         void step(LoopAction action) {
             if (!shape.allows(action)) {
-                skipped++; // a shrunk chain's leftover: the loop never makes a call the contract refuses
+                skipped++; // a shrunk chain's leftover, or a bad call that is not invalid for its reason here
                 return;
             }
             LoopShape before = shape;
@@ -150,6 +177,8 @@ public final class LoopLockstep {
                 case LoopAction.Verify v -> verify();
                 case LoopAction.Commit c -> commit(c, before);
                 case LoopAction.Capture c -> capture(c, before);
+                case LoopAction.BadTarget b -> badTarget(b, before);
+                case LoopAction.BadDrafter b -> badDrafter(b, before);
             }
             if (divergence == null) {
                 shape = before.next(action);
@@ -268,23 +297,38 @@ public final class LoopLockstep {
             }
         }
 
-        /** The targets commit, then each drafter with the same counts and its own target's verify taps. */
+        /**
+         * The targets commit, then each drafter by the declared policy with its own target's verify taps: the same
+         * counts ({@code keep}), or 0 and the accepted drafts re-run ({@code rebuild}, after a round with drafts).
+         */
         void commit(LoopAction.Commit c, LoopShape before) {
             int[] acc = LoopChainData.accepted(c, verified, greedy, before.depth());
+            boolean rebuild = policy == KvPolicy.REBUILD && before.depth() > 0;
+            int[] drafterAcc = rebuild ? new int[acc.length] : acc;
+            int[][] accepted = drafts;
             reference("target commit", () -> {
                 oT.commit(acc);
                 return null;
             });
             HostTensor sCtx = sTaps;
-            if (!subjectTarget(() -> sT.commit(acc)) || !subjectDrafter(() -> sD.commit(acc, sCtx))) {
+            if (!subjectTarget(() -> sT.commit(acc)) || !subjectDrafter(() -> sD.commit(drafterAcc, sCtx))) {
                 return;
             }
             armRouter();
             HostTensor oCtx = oTaps;
             reference("drafter commit", () -> {
-                oD.commit(acc, oCtx);
+                oD.commit(drafterAcc, oCtx);
                 return null;
             });
+            if (rebuild) {
+                if (!subjectDrafter(() -> SpeculativeDecoding.rebuild(subjectDrafter, sD, acc, accepted, sCtx))) {
+                    return;
+                }
+                reference("drafter rebuild", () -> {
+                    SpeculativeDecoding.rebuild(oracleDrafter, oD, acc, accepted, oCtx);
+                    return null;
+                });
+            }
             for (int r = 0; r < acc.length; r++) {
                 pending[r] = greedy[r][acc[r]];
                 accepts[acc[r]]++;
@@ -315,6 +359,107 @@ public final class LoopLockstep {
                 drafter(dj.checkpoint(row, "checkpoint of row " + row, od, sd[0]));
             }
             pool.add(new Entry(ot, st[0], od, sd[0], pending[row]));
+        }
+
+        /** A bad call to the target group: refused alike, with the catalogue's kind, and nothing changed. */
+        void badTarget(LoopAction.BadTarget b, LoopShape before) {
+            TargetShape ts = before.targetShape();
+            List<TargetCheckpoint> oBefore = targetRows(oT, ts);
+            List<TargetCheckpoint> sBefore = targetRows(sT, ts);
+            RuntimeException oe = attempt(() -> b.call().invoke(oT, oracleTarget.model(), ts, b.seed()));
+            MtpException refused = refusal("target", b.call().name(), b.call().expectedKind(), oe);
+            badCalls++;
+            RuntimeException se = attempt(() -> b.call().invoke(sT, oracleTarget.model(), ts, b.seed()));
+            target(tj.outcome(refused, se));
+            if (divergence == null && !sameRows(oT, ts.rows(), oBefore, targetRows(oT, ts))) {
+                throw new IllegalStateException("the reference target changed its rows in a refused " + b.call()
+                        + " at action " + index);
+            }
+            if (divergence == null && !sameRows(sT, ts.rows(), sBefore, targetRows(sT, ts))) {
+                target(TargetJudge.of(TargetDivergence.Kind.STATE_AFTER_FAILURE, -1, -1, "a refused "
+                        + b.describe() + " changed the backend's target rows (their count or a row's checkpoint)"));
+            }
+        }
+
+        /** A bad call to the drafter group: refused alike, with the catalogue's kind, and nothing changed. */
+        void badDrafter(LoopAction.BadDrafter b, LoopShape before) {
+            GroupShape ds = before.drafterShape();
+            List<RowCheckpoint> oBefore = drafterRows(oD, ds);
+            List<RowCheckpoint> sBefore = drafterRows(sD, ds);
+            RuntimeException oe = attempt(() -> b.call().invoke(oD, oracleDrafter.model(), ds, b.seed()));
+            MtpException refused = refusal("drafter", b.call().name(), b.call().expectedKind(), oe);
+            badCalls++;
+            RuntimeException se = attempt(() -> b.call().invoke(sD, oracleDrafter.model(), ds, b.seed()));
+            drafter(dj.outcome(refused.kind().name(), refused.getMessage(), se));
+            if (divergence == null && !sameRows(oD, ds.rows(), oBefore, drafterRows(oD, ds))) {
+                throw new IllegalStateException("the reference drafter changed its rows in a refused " + b.call()
+                        + " at action " + index);
+            }
+            if (divergence == null && !sameRows(sD, ds.rows(), sBefore, drafterRows(sD, ds))) {
+                drafter(Judge.of(Divergence.Kind.STATE_AFTER_FAILURE, -1, "a refused " + b.describe() + " changed "
+                        + "the backend's drafter rows (their count or a row's checkpoint)",
+                        Divergence.ValueEvidence.of("rows", "as before the call", "changed")));
+            }
+        }
+
+        /** The reference's refusal of a catalogued bad call; anything else is the harness's error, not the backend's. */
+        MtpException refusal(String group, String call, MtpException.Kind expected, RuntimeException oe) {
+            if (oe instanceof MtpException m && m.kind() == expected) {
+                return m;
+            }
+            throw new IllegalStateException("loop chain: the reference " + group + " answers " + call + " with "
+                    + (oe == null ? "success" : oe.toString()) + " at action " + index + ", the catalogue expects "
+                    + expected, oe);
+        }
+
+        /** Every warm row's target checkpoint (null for a cold row); none during the target's round. */
+        List<TargetCheckpoint> targetRows(TargetRows g, TargetShape ts) {
+            List<TargetCheckpoint> out = new ArrayList<>();
+            for (int r = 0; r < ts.rows() && !ts.roundOpen(); r++) {
+                int row = r;
+                TargetCheckpoint[] c = new TargetCheckpoint[1];
+                attempt(() -> c[0] = ts.warm(row) ? g.capture(row) : null);
+                out.add(c[0]);
+            }
+            return out;
+        }
+
+        /** Every warm row's drafter checkpoint (null for a cold row); none during the drafter's round. */
+        List<RowCheckpoint> drafterRows(DraftRows g, GroupShape ds) {
+            List<RowCheckpoint> out = new ArrayList<>();
+            for (int r = 0; r < ds.rows() && !ds.roundOpen(); r++) {
+                int row = r;
+                RowCheckpoint[] c = new RowCheckpoint[1];
+                attempt(() -> c[0] = ds.hasHidden(row) ? g.capture(row) : null);
+                out.add(c[0]);
+            }
+            return out;
+        }
+
+        /** Whether a group still has {@code rows} rows and the checkpoints it had before a refused call. */
+        boolean sameRows(Object group, int rows, List<?> before, List<?> after) {
+            int n;
+            try {
+                n = group instanceof TargetRows t ? t.rowCount() : ((DraftRows) group).rowCount();
+            } catch (RuntimeException e) {
+                return false;
+            }
+            if (n != rows || before.size() != after.size()) {
+                return false;
+            }
+            for (int i = 0; i < before.size(); i++) {
+                Object a = before.get(i);
+                Object b = after.get(i);
+                boolean same = a == null ? b == null : switch (a) {
+                    case TargetCheckpoint t -> t.contentEquals((TargetCheckpoint) b);
+                    case RowCheckpoint c -> c.contentEquals((RowCheckpoint) b);
+                    default -> false;
+                };
+                if (!same) {
+                    return false;
+                }
+            }
+            return true;
         }
 
         /** Row counts of both groups; between rounds every warm row's target state and drafter checkpoint. */

@@ -7,8 +7,10 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.RowContract;
 import org.mtporacle.api.UntrustedText;
+import org.mtporacle.conformance.chain.BadCall;
 import org.mtporacle.conformance.loop.chain.LoopAction;
 import org.mtporacle.conformance.target.chain.TargetAction.Acceptance;
+import org.mtporacle.conformance.target.chain.TargetBadCall;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -20,16 +22,21 @@ import java.util.Locale;
 
 /**
  * Reads and writes loop chain traces: one JSON object, {@code "format": "mtp-oracle-loop-chain"}, {@code "version":
- * 1}, then {@code fixture, backend, tolerance, tap} ({@code pre} or {@code post}), {@code seed}, {@code actions} (each
- * an object with {@code op} = join | leave | prefill | draft | verify | commit | capture and its fields: {@code
- * slots}; {@code seed, keepAll}; {@code length, seed}; {@code depth}; none; {@code acceptance, seed}; {@code seed}),
- * {@code divergence} ({@code group, kind, action, row, position, message}, or null) and optionally {@code
- * modelIdentity}, the target's identity. A reader refuses another format or version, naming both, and an action it
- * cannot read, naming the action and what is wrong.
+ * 2}, then {@code fixture, backend, tolerance, tap} ({@code pre} or {@code post}), {@code kv} ({@code keep} or
+ * {@code rebuild}, the declared drafter KV policy), {@code seed}, {@code actions} (each an object with {@code op} =
+ * join | leave | prefill | draft | verify | commit | capture | bad and its fields: {@code slots}; {@code seed,
+ * keepAll}; {@code length, seed}; {@code depth}; none; {@code acceptance, seed}; {@code seed}; {@code group} ({@code
+ * target} or {@code drafter}), {@code call} (the catalogue's name) and {@code seed}), {@code divergence} ({@code group,
+ * kind, action, row, position, message}, or null) and optionally {@code modelIdentity}, the target's identity.
+ * Version 1, written before the KV policy and bad calls, is read too: it has no {@code kv} ({@code keep}) and no
+ * {@code bad} actions. A reader refuses another format or version, naming both, and an action it cannot read, naming
+ * the action and what is wrong.
  */
 public final class LoopTraceFiles {
     public static final String FORMAT = "mtp-oracle-loop-chain";
-    public static final int VERSION = 1;
+    public static final int VERSION = 2;
+    /** The first version, still read: no {@code kv} (keep), no {@code bad} actions. */
+    public static final int VERSION_1 = 1;
     /** The longest prefill a trace may ask for, in tokens. */
     public static final int MAX_PREFILL = 4096;
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -45,6 +52,7 @@ public final class LoopTraceFiles {
         root.put("backend", t.backend());
         root.put("tolerance", t.tolerance());
         root.put("tap", t.tap());
+        root.put("kv", t.kv());
         root.put("seed", t.seed());
         if (!t.modelIdentity().isEmpty()) {
             root.put("modelIdentity", t.modelIdentity());
@@ -81,9 +89,10 @@ public final class LoopTraceFiles {
         }
         String format = root.path("format").asText("");
         int version = root.path("version").asInt(-1);
-        if (!FORMAT.equals(format) || version != VERSION) {
+        if (!FORMAT.equals(format) || (version != VERSION && version != VERSION_1)) {
             throw MtpException.invalidArgument("loop trace " + file + ": format '" + UntrustedText.clip(format)
-                    + "' version " + version + ", expected '" + FORMAT + "' version " + VERSION);
+                    + "' version " + version + ", expected '" + FORMAT + "' version " + VERSION_1 + " or "
+                    + VERSION);
         }
         if (!root.path("actions").isArray()) {
             throw MtpException.malformedFile("loop trace " + file + ": 'actions' must be an array");
@@ -93,9 +102,17 @@ public final class LoopTraceFiles {
             throw MtpException.malformedFile("loop trace " + file + ": tap '" + UntrustedText.clip(tap)
                     + "', expected pre or post");
         }
+        String kv = version == VERSION_1 ? "keep" : root.path("kv").asText("");
+        if (!kv.equals("keep") && !kv.equals("rebuild")) {
+            throw MtpException.malformedFile("loop trace " + file + ": kv '" + UntrustedText.clip(kv)
+                    + "', expected keep or rebuild");
+        }
         List<LoopAction> actions = new ArrayList<>();
         for (JsonNode a : root.path("actions")) {
             try {
+                if (version == VERSION_1 && a.path("op").asText("").equals("bad")) {
+                    throw MtpException.invalidArgument("op 'bad' is not in version " + VERSION_1);
+                }
                 actions.add(action(a));
             } catch (IllegalArgumentException | NullPointerException | MtpException e) {
                 throw MtpException.malformedFile("loop trace " + file + ": action " + actions.size() + " ("
@@ -105,7 +122,7 @@ public final class LoopTraceFiles {
         JsonNode d = root.path("divergence");
         boolean none = d.isNull() || d.isMissingNode();
         return new LoopChainTrace(root.path("fixture").asText(), root.path("backend").asText(),
-                root.path("tolerance").asText(), tap, root.path("seed").asLong(), actions,
+                root.path("tolerance").asText(), tap, kv, root.path("seed").asLong(), actions,
                 none ? null : d.path("group").asText(), none ? null : d.path("kind").asText(),
                 none ? -1 : d.path("action").asInt(), none ? -1 : d.path("row").asInt(),
                 none ? -1 : d.path("position").asInt(), none ? null : d.path("message").asText(),
@@ -146,6 +163,10 @@ public final class LoopTraceFiles {
             case LoopAction.Commit c -> n.put("op", "commit").put("acceptance",
                     c.acceptance().name().toLowerCase(Locale.ROOT)).put("seed", c.seed());
             case LoopAction.Capture c -> n.put("op", "capture").put("seed", c.seed());
+            case LoopAction.BadTarget b -> n.put("op", "bad").put("group", "target").put("call", b.call().name())
+                    .put("seed", b.seed());
+            case LoopAction.BadDrafter b -> n.put("op", "bad").put("group", "drafter").put("call", b.call().name())
+                    .put("seed", b.seed());
         }
         return n;
     }
@@ -166,6 +187,12 @@ public final class LoopTraceFiles {
             case "commit" -> new LoopAction.Commit(Acceptance.valueOf(n.path("acceptance").asText()
                     .toUpperCase(Locale.ROOT)), seed);
             case "capture" -> new LoopAction.Capture(seed);
+            case "bad" -> switch (n.path("group").asText("")) {
+                case "target" -> new LoopAction.BadTarget(TargetBadCall.valueOf(n.path("call").asText("")), seed);
+                case "drafter" -> new LoopAction.BadDrafter(BadCall.valueOf(n.path("call").asText("")), seed);
+                default -> throw MtpException.invalidArgument("bad call group '" + UntrustedText.clip(
+                        n.path("group").asText("")) + "', expected target or drafter");
+            };
             default -> throw MtpException.invalidArgument("unknown op '" + UntrustedText.clip(op) + "'");
         };
     }

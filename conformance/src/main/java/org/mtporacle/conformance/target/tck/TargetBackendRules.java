@@ -86,9 +86,11 @@ public interface TargetBackendRules {
     /**
      * §13.5 (loop chains, lockstep): the backend's target and drafter together, as an engine runs them (prefills
      * feeding the drafter its own target's tap, rounds of depth 0–4, verifies, both commits with rows accepting
-     * different counts, joins, leaves, restores of both states), match the reference's after every action, on both
-     * taps. Skipped without {@link TargetBackendVerification#createDrafter}. On failure: the group (target or drafter),
-     * the shrunk chain and its trace (format {@code mtp-oracle-loop-chain} v1); a failure here that target and drafter
+     * different counts, joins, leaves, restores of both states, bad calls to either group refused with the
+     * catalogue's kind and nothing changed), match the reference's after every action, on both taps and under both
+     * drafter KV policies (keep; rebuild: the accepted drafts re-run with the verify's taps). Skipped without {@link
+     * TargetBackendVerification#createDrafter}. On failure: the group (target or drafter), the tap and policy, the
+     * shrunk chain and its trace (format {@code mtp-oracle-loop-chain} v2); a failure here that target and drafter
      * chains do not show is in how the two groups meet.
      */
     void stochastic_s13_5_loopChainsFollowTheReference();
@@ -96,8 +98,9 @@ public interface TargetBackendRules {
     /**
      * §12 with §13.3 (lockstep): random chains on the MoE target fixtures
      * ({@link TargetBackendVerification#moeFixtures()}: {@code tiny-moe-target}, and {@code tiny-moe-next-target}, its
-     * weights as a Qwen3-Next release with {@code norm_topk_prob} false) whenever the backend loads MoE targets; a
-     * backend refusing them ({@code INCOMPATIBLE_MODEL} or {@code UNAVAILABLE}) skips the rule. On failure: the
+     * weights as a Qwen3-Next release with {@code norm_topk_prob} false) whenever the backend loads MoE targets: the
+     * fixtures it refuses ({@code INCOMPATIBLE_MODEL} or {@code UNAVAILABLE}, e.g. an engine that wires Qwen3.5's
+     * layout only) are left out, and the rule is skipped only when it refuses them all. On failure: the
      * fixture, the shrunk chain and its trace; look at the router's renormalisation, the shared expert's sigmoid gate
      * and which slot's weight scales which expert.
      */

@@ -3,8 +3,10 @@ package org.mtporacle.conformance.loop.trace;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.mtporacle.api.MtpException;
+import org.mtporacle.conformance.chain.BadCall;
 import org.mtporacle.conformance.loop.chain.LoopAction;
 import org.mtporacle.conformance.target.chain.TargetAction.Acceptance;
+import org.mtporacle.conformance.target.chain.TargetBadCall;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -13,7 +15,10 @@ import java.util.List;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** Loop chain traces: every action survives a round trip; another format, a bad tap or a bad field is refused. */
+/**
+ * Loop chain traces: every action (bad calls too) and the KV policy survive a round trip; version 1 still reads;
+ * another format or version, a bad tap or policy, or a bad field is refused.
+ */
 class LoopTraceFilesTest {
     @TempDir
     Path dir;
@@ -33,11 +38,49 @@ class LoopTraceFilesTest {
     }
 
     @Test
+    void badCallsAndTheRebuildPolicySurviveARoundTrip() {
+        List<LoopAction> actions = List.of(new LoopAction.Join(List.of(-1)),
+                new LoopAction.BadTarget(TargetBadCall.VERIFY_COLD_ROW, 3), new LoopAction.Prefill(2, 1),
+                new LoopAction.Draft(2), new LoopAction.BadDrafter(BadCall.COMMIT_ACCEPTED_ABOVE_DEPTH, -4),
+                new LoopAction.Verify(), new LoopAction.Commit(Acceptance.FULL, 5));
+        LoopChainTrace t = new LoopChainTrace("tiny-target", "reference", "f32", "post", "rebuild", 7, actions, null,
+                null, -1, -1, -1, null, "");
+        Path f = dir.resolve("r.json");
+        LoopTraceFiles.write(f, t);
+        assertThat(LoopTraceFiles.read(f)).isEqualTo(t);
+    }
+
+    /** A version 1 trace, written before the KV policy and bad calls, still reads: under keep, without bad calls. */
+    @Test
+    void aVersion1TraceReadsUnderKeepAndMayNotHoldBadCalls() throws Exception {
+        Path f = dir.resolve("v1.json");
+        Files.writeString(f, "{\"format\":\"mtp-oracle-loop-chain\",\"version\":1,\"fixture\":\"tiny-target\","
+                + "\"backend\":\"reference\",\"tolerance\":\"f32\",\"tap\":\"pre\",\"seed\":3,\"actions\":"
+                + "[{\"op\":\"join\",\"slots\":[-1]},{\"op\":\"prefill\",\"length\":2,\"seed\":4}],"
+                + "\"divergence\":null}");
+        LoopChainTrace t = LoopTraceFiles.read(f);
+        assertThat(t.kv()).isEqualTo("keep");
+        assertThat(t.actions()).containsExactly(new LoopAction.Join(List.of(-1)), new LoopAction.Prefill(2, 4));
+        Files.writeString(f, "{\"format\":\"mtp-oracle-loop-chain\",\"version\":1,\"tap\":\"pre\",\"actions\":"
+                + "[{\"op\":\"bad\",\"group\":\"target\",\"call\":\"VERIFY_COLD_ROW\",\"seed\":1}]}");
+        assertThatThrownBy(() -> LoopTraceFiles.read(f)).isInstanceOf(MtpException.class)
+                .hasMessageContaining("action 0").hasMessageContaining("not in version 1");
+        Files.writeString(f, "{\"format\":\"mtp-oracle-loop-chain\",\"version\":2,\"tap\":\"pre\",\"kv\":\"drop\","
+                + "\"actions\":[]}");
+        assertThatThrownBy(() -> LoopTraceFiles.read(f)).isInstanceOf(MtpException.class)
+                .hasMessageContaining("kv 'drop'");
+        Files.writeString(f, "{\"format\":\"mtp-oracle-loop-chain\",\"version\":2,\"tap\":\"pre\",\"kv\":\"keep\","
+                + "\"actions\":[{\"op\":\"bad\",\"group\":\"target\",\"call\":\"NO_SUCH_CALL\",\"seed\":1}]}");
+        assertThatThrownBy(() -> LoopTraceFiles.read(f)).isInstanceOf(MtpException.class)
+                .hasMessageContaining("action 0").hasMessageContaining("NO_SUCH_CALL");
+    }
+
+    @Test
     void anotherVersionABadTapAndAnOutOfRangeDepthAreRefused() throws Exception {
         Path f = dir.resolve("v.json");
-        Files.writeString(f, "{\"format\":\"mtp-oracle-loop-chain\",\"version\":2,\"tap\":\"post\",\"actions\":[]}");
+        Files.writeString(f, "{\"format\":\"mtp-oracle-loop-chain\",\"version\":3,\"tap\":\"post\",\"actions\":[]}");
         assertThatThrownBy(() -> LoopTraceFiles.read(f)).isInstanceOf(MtpException.class)
-                .hasMessageContaining("version 2").hasMessageContaining("version 1");
+                .hasMessageContaining("version 3").hasMessageContaining("version 1 or 2");
         Files.writeString(f, "{\"format\":\"mtp-oracle-loop-chain\",\"version\":1,\"tap\":\"mid\",\"actions\":[]}");
         assertThatThrownBy(() -> LoopTraceFiles.read(f)).isInstanceOf(MtpException.class)
                 .hasMessageContaining("tap 'mid'");

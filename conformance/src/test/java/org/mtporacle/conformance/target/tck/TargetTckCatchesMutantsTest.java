@@ -9,6 +9,7 @@ import org.junit.platform.testkit.engine.EngineTestKit;
 import org.junit.platform.testkit.engine.Events;
 import org.mtporacle.api.DraftModel;
 import org.mtporacle.api.LoadedTarget;
+import org.mtporacle.api.MtpException;
 import org.mtporacle.api.MtpModel;
 import org.mtporacle.api.TargetModel;
 import org.mtporacle.conformance.mutants.Mutation;
@@ -36,6 +37,8 @@ class TargetTckCatchesMutantsTest {
     /** Which mutation and rollback design the nested verification class loads; set before each engine run. */
     static volatile TargetMutation current = TargetMutation.NONE;
     static volatile SimpleTarget.Rollback design = SimpleTarget.Rollback.SNAPSHOTS;
+    /** Whether the subject refuses Qwen3-Next releases, as an engine that wires Qwen3.5's layout only does. */
+    static volatile boolean qwen35Only = false;
 
     private static final String COMMIT = "required_s13_3_commitKeepsAcceptedPlusOneTokens";
     private static final String ROLLBACK = "required_s13_3_rollbackEqualsNeverFeedingTheRejected";
@@ -78,6 +81,30 @@ class TargetTckCatchesMutantsTest {
         // every target rule but the untested device-failure one: the §13.5 loop rule and the MoE target rule included
         assertThat(tests.succeeded().count()).isEqualTo(14);
         assertThat(tests.aborted().count()).isEqualTo(1);
+    }
+
+    /**
+     * An engine that loads Qwen3.5's layout only refuses the Qwen3-Next MoE fixture: the §12 rule still runs and
+     * judges the chains of the MoE fixture it loads (a pass, or a MoE mutant's failure), rather than reporting itself
+     * not applicable after they ran.
+     */
+    @Test
+    void theMoeRuleJudgesTheMoeFixtureALayoutLimitedEngineLoads() {
+        design = SimpleTarget.Rollback.SNAPSHOTS;
+        qwen35Only = true;
+        try {
+            current = TargetMutation.NONE;
+            Events ok = EngineTestKit.engine("junit-jupiter").selectors(selectMethod(Subject.class, MOE)).execute()
+                    .testEvents();
+            assertThat(ok.succeeded().count()).as("%s", failures(ok)).isEqualTo(1);
+            current = TargetMutation.MOE_SHARED_GATE_MISSING;
+            Events bad = EngineTestKit.engine("junit-jupiter").selectors(selectMethod(Subject.class, MOE)).execute()
+                    .testEvents();
+            assertThat(bad.failed().count()).isEqualTo(1);
+        } finally {
+            qwen35Only = false;
+            current = TargetMutation.NONE;
+        }
     }
 
     /** The replay design runs the whole contract in lockstep elsewhere; here, the rules about rollback. */
@@ -123,6 +150,9 @@ class TargetTckCatchesMutantsTest {
     static class Subject extends TargetBackendVerification {
         @Override
         protected LoadedTarget createTarget(TargetModel model) {
+            if (qwen35Only && "qwen3_next".equals(model.layout())) {
+                throw MtpException.incompatibleModel("loadTarget: this engine wires Qwen3.5's layout only");
+            }
             return new SimpleTarget(model, current, design);
         }
 
