@@ -70,6 +70,23 @@ class ExecTargetSelfConsistencyTest {
     }
 
     @Test
+    void aTargetExpertsEntryWithNoExpertIsAnEngineFailureNamingTheEntry() {
+        ExecBackend backend = new ExecBackend(TestEngines.javaCommand(MisbehavingWireMain.class,
+                "bad-target-experts"), Duration.ofSeconds(60));
+        TargetFixture fx = TargetFixture.load("tiny-moe-target", TestEngines.fixtureCache());
+        try (LoadedTarget subject = backend.loadTarget(fx.target(), Map.of());
+             org.mtporacle.api.TargetRows rows = subject.openRows(java.util.Arrays.asList(
+                     (org.mtporacle.api.TargetCheckpoint) null))) {
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> rows.prefill(
+                            org.mtporacle.api.HostTensor.ofIntRows(new int[][] {{1, 2}})))
+                    .isInstanceOfSatisfying(org.mtporacle.api.MtpException.class, e -> assertThat(e.kind())
+                            .isEqualTo(org.mtporacle.api.MtpException.Kind.BACKEND_FAILURE))
+                    .hasMessageContaining("targetPrefill").hasMessageContaining("result.experts[0] is [0,0,0]")
+                    .hasMessageContaining("WIRE.md §5.2");
+        }
+    }
+
+    @Test
     void aDrafterOnlyEngineSaysSoWhenAskedForTheTarget() {
         ExecBackend backend = new ExecBackend(TestEngines.javaCommand(MisbehavingWireMain.class, "greedy-only"),
                 Duration.ofSeconds(60));

@@ -50,7 +50,8 @@ public final class MisbehavingWireMain {
             in.readLine();
             return;
         }
-        new WireServer(new Wrapped(), ModelLoader::load, System.err).serve(System.in, frames);
+        new WireServer(new Wrapped(), ModelLoader::load, mode.equals("bad-target-experts")
+                ? org.mtporacle.io.TargetLoader::load : null, System.err).serve(System.in, frames);
     }
 
     private static boolean misbehaveNow() {
@@ -147,6 +148,39 @@ public final class MisbehavingWireMain {
         }
 
         @Override
+        public boolean supportsTarget() {
+            return mode.equals("bad-target-experts");
+        }
+
+        /** The reference target whose forwards report an entry with no expert ({@code [0, 0, 0]}). */
+        @Override
+        public org.mtporacle.api.LoadedTarget loadTarget(org.mtporacle.api.TargetModel model,
+                                                          Map<String, String> options) {
+            org.mtporacle.api.LoadedTarget t = inner.loadTarget(model, options);
+            return new org.mtporacle.api.LoadedTarget() {
+                @Override
+                public org.mtporacle.api.TargetModel model() {
+                    return t.model();
+                }
+
+                @Override
+                public String numerics() {
+                    return t.numerics();
+                }
+
+                @Override
+                public org.mtporacle.api.TargetRows openRows(List<org.mtporacle.api.TargetCheckpoint> checkpoints) {
+                    return new BadTargetRows(t.openRows(checkpoints));
+                }
+
+                @Override
+                public void close() {
+                    t.close();
+                }
+            };
+        }
+
+        @Override
         public org.mtporacle.api.BackendCapabilities capabilities() {
             return mode.equals("greedy-only") ? new org.mtporacle.api.BackendCapabilities(false, 2, 3)
                     : inner.capabilities();
@@ -159,6 +193,65 @@ public final class MisbehavingWireMain {
     }
 
     private static volatile boolean badExperts;
+
+    /** Target rows that list {@code [row, position, layer]} with no expert: not a choice (WIRE.md §5.2). */
+    private record BadTargetRows(org.mtporacle.api.TargetRows g) implements org.mtporacle.api.TargetRows,
+            org.mtporacle.api.TargetRouterChoices {
+        @Override
+        public List<Choice> lastRouterChoices() {
+            return List.of(new Choice(0, 0, 0, new int[0]));
+        }
+
+        @Override
+        public int rowCount() {
+            return g.rowCount();
+        }
+
+        @Override
+        public int[] processedTokens() {
+            return g.processedTokens();
+        }
+
+        @Override
+        public void append(List<org.mtporacle.api.TargetCheckpoint> checkpoints) {
+            g.append(checkpoints);
+        }
+
+        @Override
+        public void filterRows(int[] keep) {
+            g.filterRows(keep);
+        }
+
+        @Override
+        public org.mtporacle.api.TargetOutput prefill(HostTensor tokens) {
+            return g.prefill(tokens);
+        }
+
+        @Override
+        public org.mtporacle.api.TargetOutput verify(HostTensor tokens) {
+            return g.verify(tokens);
+        }
+
+        @Override
+        public void commit(int[] accepted) {
+            g.commit(accepted);
+        }
+
+        @Override
+        public org.mtporacle.api.TargetCheckpoint capture(int row) {
+            return g.capture(row);
+        }
+
+        @Override
+        public boolean isClosed() {
+            return g.isClosed();
+        }
+
+        @Override
+        public void close() {
+            g.close();
+        }
+    }
 
     private record Rows(DraftRows g) implements DraftRows, org.mtporacle.api.RouterChoices {
         @Override
