@@ -80,6 +80,13 @@ public record FixtureRecipe(String name, String preset, long seed, FixtureModels
     /** The fixtures with a target that {@code --contexts target} runs when no fixture is named. */
     public static final List<String> TARGETS = List.of("tiny-target", "small-target", "tiny-moe-target");
 
+    /**
+     * Target fixtures {@code mtp conform --target} runs when named, beside {@link #TARGETS}: twins of them the mutant
+     * tests use ({@code tiny-moe-next-target}, a Qwen3-Next release with {@code norm_topk_prob: false};
+     * {@code tiny-wide-target}, wide norm gains).
+     */
+    public static final List<String> TARGET_TWINS = List.of("tiny-moe-next-target", "tiny-wide-target");
+
     /** The name prefix of a model directory: {@code model:/abs/path} (a trace's fixture field names it so). */
     public static final String MODEL_PREFIX = "model:";
     private static final String DIRECTORY = "directory";

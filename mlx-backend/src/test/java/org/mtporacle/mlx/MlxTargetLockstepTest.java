@@ -34,6 +34,7 @@ class MlxTargetLockstepTest {
             "tiny-target, f32, f32, 2, on",
             "tiny-target, native, bf16-target, 2, on",
             "tiny-moe-target, f32, f32, 2, off",
+            "tiny-moe-target, native, bf16-target, 2, off",
     })
     void followsTheReferenceInLockstep(String fixture, String precision, String tolerance, int ciChains,
                                        String compile) {

@@ -81,7 +81,8 @@ final class ConformCommand implements Callable<Integer> {
 
     @Option(names = "--target", description = "Run target chains (spec §13.3) of the backends that run the hybrid "
             + "target, against the reference target, on the target fixtures (default tiny-target, small-target, "
-            + "tiny-moe-target), instead of drafter chains.")
+            + "tiny-moe-target; also tiny-moe-next-target and tiny-wide-target when named), instead of drafter "
+            + "chains.")
     boolean target;
 
     @Option(names = "--loop", description = "Run loop chains (spec §13.5) of the backends that run the hybrid target: "

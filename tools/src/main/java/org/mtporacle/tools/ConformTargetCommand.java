@@ -38,8 +38,9 @@ final class ConformTargetCommand {
         List<BackendSelection.Choice> selected = Mixins.Usage.lookup(spec, () -> BackendSelection.select(backends));
         List<String> names = fixtures.isEmpty() ? FixtureRecipe.TARGETS : fixtures;
         for (String f : names) {
-            Mixins.Usage.require(spec, FixtureRecipe.TARGETS.contains(f), "--fixture " + f + ": not a target "
-                    + "fixture (known: " + String.join(", ", FixtureRecipe.TARGETS) + ")");
+            Mixins.Usage.require(spec, FixtureRecipe.TARGETS.contains(f) || FixtureRecipe.TARGET_TWINS.contains(f),
+                    "--fixture " + f + ": not a target fixture (known: " + String.join(", ", FixtureRecipe.TARGETS)
+                            + ", " + String.join(", ", FixtureRecipe.TARGET_TWINS) + ")");
         }
         TargetConform.Options o = new TargetConform.Options(selected, backends, names, chains, seed, maxActions,
                 report, FixtureRecipe.defaultCache(), c.shard.index(), c.shard.count(), c.calibrate);

@@ -44,6 +44,31 @@ class ExecTargetSelfConsistencyTest {
         }
     }
 
+    /**
+     * On a MoE target the served reference reports its router choices ({@code targetRouterChoices}, WIRE.md §5.2):
+     * the kit compares every MoE layer's experts at every token, backend first, and the wire's choices are the
+     * reference's own, so none differs.
+     */
+    @Test
+    void theMoeTargetOverTheWireReportsItsRouterChoicesAndTheyAreTheReferences() {
+        ExecBackend backend = new ExecBackend(TestEngines.javaCommand(ReferenceWireMain.class), Duration.ofSeconds(60));
+        TargetFixture fx = TargetFixture.load("tiny-moe-target", TestEngines.fixtureCache());
+        ReferenceBackend reference = new ReferenceBackend();
+        try (ReferenceTarget oracle = reference.loadTarget(fx.target(), Map.of());
+             LoadedTarget subject = backend.loadTarget(fx.target(), Map.of())) {
+            try (org.mtporacle.api.TargetRows rows = subject.openRows(java.util.List.of())) {
+                assertThat(rows).isInstanceOf(org.mtporacle.api.TargetRouterChoices.class);
+            }
+            TargetCampaign.Result r = TargetCampaign.run(new TargetCampaign.Settings("tiny-moe-target",
+                    backend.name(), 3, 31L, TargetChainGenerator.Limits.defaults(), null, 0),
+                    new TargetLockstep(oracle, subject, TargetTolerance.EXACT));
+            assertThat(r.failure()).as("%s", r.failure()).isNull();
+            // every layer of tiny-moe-target is MoE: 4 choices per token fed
+            assertThat(r.router().compared()).isGreaterThanOrEqualTo(4 * r.counts().comparedTokens());
+            assertThat(r.router().nearTies()).isZero();
+        }
+    }
+
     @Test
     void aDrafterOnlyEngineSaysSoWhenAskedForTheTarget() {
         ExecBackend backend = new ExecBackend(TestEngines.javaCommand(MisbehavingWireMain.class, "greedy-only"),

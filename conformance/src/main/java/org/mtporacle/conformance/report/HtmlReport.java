@@ -92,7 +92,7 @@ public final class HtmlReport {
                     .append("<td title=\"").append(esc(t.describe())).append("\">").append(esc(t.describe()))
                     .append("</td><td>").append(meter(e.worstKvNmse(), t.kvNmse(), s.comparedCheckpoints()))
                     .append("</td><td>").append(meter(e.worstHiddenNmse(), t.hiddenNmse(), s.comparedCheckpoints()))
-                    .append("</td><td>").append(nearTies(s, t.tokenGap(), t.routerGap(), tokenFailures(e)))
+                    .append("</td><td>").append(nearTies(s, t.tokenGap(), TextReport.routerAllowance(e), tokenFailures(e)))
                     .append(TextReport.nearTieData(e) == null ? "" : "<div class=\"neartie-data\">"
                             + esc(TextReport.nearTieData(e)) + "</div>").append("</td>")
                     .append(String.format(Locale.ROOT, "<td class=\"muted\">%d tokens<br>%d checkpoints<br>%d bad "

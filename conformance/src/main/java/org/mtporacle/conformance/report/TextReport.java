@@ -4,6 +4,7 @@ import org.mtporacle.conformance.compare.GapCalibration;
 import org.mtporacle.conformance.compare.GapHistogram;
 import org.mtporacle.conformance.compare.NmseCalibration;
 import org.mtporacle.conformance.compare.NmseHistogram;
+import org.mtporacle.conformance.target.lockstep.TargetTolerance;
 
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -96,7 +97,25 @@ public final class TextReport {
                 + (e.stats().router().compared() == 0 ? "" : String.format(Locale.ROOT,
                 "%" + layout.profileWidth() + "s router: %d choices compared, %d near-ties (largest gap %.3g, "
                         + "allowance %.3g)%n", "", e.stats().router().compared(), e.stats().router().nearTies(),
-                e.stats().router().maxGap(), e.tolerance().routerGap()));
+                e.stats().router().maxGap(), routerAllowance(e)));
+    }
+
+    /**
+     * The router near-tie allowance an entry was held to: a target entry's profile read as {@code TargetTolerance}
+     * reads it ({@code bf16}: the target's own router gap, not a quarter of its token gap in logits), else the
+     * profile's {@link org.mtporacle.api.Tolerance#routerGap()}.
+     */
+    static double routerAllowance(ConformReport.Entry e) {
+        org.mtporacle.api.Tolerance t = e.tolerance();
+        if (e.fixtureRecipe() != null && e.fixtureRecipe().startsWith("target preset ")) {
+            if (t.name().equals(TargetTolerance.calibration().name())) {
+                return TargetTolerance.calibration().routerGap();
+            }
+            if (t.name().equals(TargetTolerance.BF16.name())) {
+                return TargetTolerance.BF16.routerGap();
+            }
+        }
+        return t.routerGap();
     }
 
     /** Unavailable backends, the failures (first few in full), and the verdict. */

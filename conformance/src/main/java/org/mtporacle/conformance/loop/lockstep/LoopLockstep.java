@@ -13,6 +13,7 @@ import org.mtporacle.api.RowSampler;
 import org.mtporacle.api.TargetCheckpoint;
 import org.mtporacle.api.TargetContract;
 import org.mtporacle.api.TargetOutput;
+import org.mtporacle.api.TargetRouterChoices;
 import org.mtporacle.api.TargetRows;
 import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.compare.Divergence;
@@ -23,10 +24,12 @@ import org.mtporacle.conformance.loop.chain.LoopChainData;
 import org.mtporacle.conformance.loop.chain.LoopShape;
 import org.mtporacle.conformance.target.lockstep.TargetDivergence;
 import org.mtporacle.conformance.target.lockstep.TargetJudge;
+import org.mtporacle.conformance.target.lockstep.TargetRouterFollow;
 import org.mtporacle.conformance.target.lockstep.TargetTolerance;
 import org.mtporacle.reference.ReferenceDraftModel;
 import org.mtporacle.reference.ReferenceDraftRows;
 import org.mtporacle.reference.target.ReferenceTarget;
+import org.mtporacle.reference.target.ReferenceTargetRows;
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -85,7 +88,7 @@ public final class LoopLockstep {
     /** Runs {@code chain}; {@code seed} is only recorded in the outcome. */
     public LoopChainOutcome run(long seed, List<LoopAction> chain) {
         Run r = new Run();
-        try (TargetRows ot = oracleTarget.openRows(List.of());
+        try (ReferenceTargetRows ot = oracleTarget.openReferenceRows(List.of());
              ReferenceDraftRows od = oracleDrafter.openReferenceRows(List.of());
              TargetRows st = subjectTarget.openRows(List.of());
              DraftRows sd = subjectDrafter.openRows(List.of())) {
@@ -113,7 +116,7 @@ public final class LoopLockstep {
     }
 
     private final class Run {
-        TargetRows oT;
+        ReferenceTargetRows oT;
         TargetRows sT;
         ReferenceDraftRows oD;
         DraftRows sD;
@@ -200,9 +203,9 @@ public final class LoopLockstep {
         /** The target prefills, then each side's drafter the same tokens with its own target's tap. */
         void prefill(LoopAction.Prefill p, LoopShape before) {
             HostTensor tokens = LoopChainData.tokens(p, before.rows(), vocab);
-            TargetOutput o = reference("target prefill", () -> oT.prefill(tokens));
             TargetOutput[] s = new TargetOutput[1];
-            if (!subjectTarget(() -> s[0] = sT.prefill(tokens)) || !forward("prefill", o, s[0])) {
+            TargetOutput o = targets("prefill", "target prefill", g -> g.prefill(tokens), s);
+            if (o == null) {
                 return;
             }
             HostTensor sCtx = s[0].taps(tap);
@@ -255,9 +258,9 @@ public final class LoopLockstep {
                 System.arraycopy(drafts[r], 0, tokens[r], 1, drafts[r].length);
             }
             HostTensor t = HostTensor.ofIntRows(tokens);
-            TargetOutput o = reference("verify", () -> oT.verify(t));
             TargetOutput[] s = new TargetOutput[1];
-            if (subjectTarget(() -> s[0] = sT.verify(t)) && forward("verify", o, s[0])) {
+            TargetOutput o = targets("verify", "verify", g -> g.verify(t), s);
+            if (o != null) {
                 verified = tokens;
                 greedy = argmaxes(o.logits());
                 oTaps = o.taps(tap);
@@ -339,6 +342,34 @@ public final class LoopLockstep {
                     drafter(dj.checkpoint(row, "row " + row, oD.capture(row), sd[0]));
                 }
             }
+        }
+
+        /**
+         * Both targets' forward {@code call}, judged by {@link #forward}: the reference's output, the backend's in
+         * {@code s[0]}, or null when the chain diverged. A backend target that reports its MoE router choices runs
+         * first, and the reference continues on its experts (spec §12.5, {@link TargetRouterFollow}).
+         */
+        TargetOutput targets(String what, String label, java.util.function.Function<TargetRows, TargetOutput> call,
+                             TargetOutput[] s) {
+            TargetOutput o;
+            if (sT instanceof TargetRouterChoices rc) {
+                if (!subjectTarget(() -> s[0] = call.apply(sT))) {
+                    return null;
+                }
+                TargetRouterFollow f = TargetRouterFollow.arm(what, oT, rc, tj, () -> divergence != null,
+                        this::target);
+                o = reference(label, () -> call.apply(oT));
+                f.finish();
+                if (divergence != null) {
+                    return null;
+                }
+            } else {
+                o = reference(label, () -> call.apply(oT));
+                if (!subjectTarget(() -> s[0] = call.apply(sT))) {
+                    return null;
+                }
+            }
+            return forward(what, o, s[0]) ? o : null;
         }
 
         /** A forward's logits (tie-aware) and both taps against the reference's. */

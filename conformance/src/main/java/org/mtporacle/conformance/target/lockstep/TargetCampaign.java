@@ -38,9 +38,21 @@ public final class TargetCampaign {
                           TargetDivergence divergence, int shrinkAttempts, Path trace) {
     }
 
-    /** What a campaign found: chains run, the first failure (null when none) and what was compared. */
+    /**
+     * What a campaign found: chains run, the first failure (null when none) and what was compared, MoE router choices
+     * included (spec §12.5).
+     */
     public record Result(int chainsRun, Failure failure, TargetJudge.Counts counts, long badCalls,
-                         long[] matchedAccepts) {
+                         long[] matchedAccepts, org.mtporacle.conformance.compare.RouterTally router) {
+        /** A result without router comparisons. */
+        public Result(int chainsRun, Failure failure, TargetJudge.Counts counts, long badCalls, long[] matchedAccepts) {
+            this(chainsRun, failure, counts, badCalls, matchedAccepts, null);
+        }
+
+        public Result {
+            router = router == null ? org.mtporacle.conformance.compare.RouterTally.NONE : router;
+        }
+
         public boolean passed() {
             return failure == null;
         }
@@ -64,19 +76,21 @@ public final class TargetCampaign {
         TargetJudge.Counts counts = new TargetJudge.Counts(0, 0, 0, 0, 0);
         long bad = 0;
         long[] matched = new long[org.mtporacle.api.TargetContract.MAX_WIDTH];
+        org.mtporacle.conformance.compare.RouterTally router = org.mtporacle.conformance.compare.RouterTally.NONE;
         for (int i = 0; i < s.chains(); i++) {
             long seed = chainSeed(s.seed(), s.fixture(), i);
             TargetChainOutcome out = lockstep.run(seed, gen.generate(seed));
             counts = counts.plus(out.counts());
+            router = router.plus(out.router());
             bad += out.badCalls();
             for (int a = 0; a < matched.length; a++) {
                 matched[a] += out.matchedAccepts()[a];
             }
             if (!out.passed()) {
-                return new Result(i + 1, shrinkAndRecord(s, lockstep, out, i + 1), counts, bad, matched);
+                return new Result(i + 1, shrinkAndRecord(s, lockstep, out, i + 1), counts, bad, matched, router);
             }
         }
-        return new Result(s.chains(), null, counts, bad, matched);
+        return new Result(s.chains(), null, counts, bad, matched, router);
     }
 
     /** Shrinks a failed chain (same category), writes its trace when {@code s.traces()} is set. */

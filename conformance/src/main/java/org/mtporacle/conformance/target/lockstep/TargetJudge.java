@@ -37,6 +37,7 @@ public final class TargetJudge {
     private long routerCompared;
     private long routerNearTies;
     private double maxRouterGap;
+    private java.util.function.DoubleConsumer routerGapSink;
 
     /** The kinds of compared tensor whose NMSEs are recorded: logits, taps, then the four state tensors. */
     public static final List<String> KINDS = List.of("logits", "taps", "convWindows", "recurrentStates", "keys",
@@ -254,6 +255,9 @@ public final class TargetJudge {
         if (gap <= allowance && allowance > 0) {
             routerNearTies++;
             maxRouterGap = Math.max(maxRouterGap, gap);
+            if (routerGapSink != null) {
+                routerGapSink.accept(gap);
+            }
             return null;
         }
         return of(Kind.ROUTER, row, position, String.format(Locale.ROOT, "%s: backend chose experts %s, reference %s "
@@ -271,6 +275,14 @@ public final class TargetJudge {
             sb.append(j == 0 ? "" : ", ").append(String.format(Locale.ROOT, "%.5f", probs[experts[j]]));
         }
         return sb.append(']').toString();
+    }
+
+    /**
+     * Sends the gap of every router near-tie accepted from now on to {@code sink} (null: none): the data the
+     * {@code bf16} router bound is derived from (conformance/SPEC.md "Deriving the target's bf16 bounds").
+     */
+    public void recordRouterGaps(java.util.function.DoubleConsumer sink) {
+        this.routerGapSink = sink;
     }
 
     /** What the router comparisons came to (MoE, spec §12.5): choices compared, near-ties, the largest gap. */

@@ -37,6 +37,7 @@ public final class TargetLockstep {
     private final TargetTolerance tolerance;
     private final TargetModel model;
     private final int vocab;
+    private java.util.function.DoubleConsumer routerGapSink;
 
     public TargetLockstep(ReferenceTarget oracle, LoadedTarget subject, TargetTolerance tolerance) {
         this.oracle = oracle;
@@ -50,6 +51,11 @@ public final class TargetLockstep {
         return tolerance;
     }
 
+    /** Sends every accepted router near-tie's gap of the chains run from now on to {@code sink} (null: none). */
+    public void recordRouterGaps(java.util.function.DoubleConsumer sink) {
+        this.routerGapSink = sink;
+    }
+
     /** The reference target the backend is judged against. */
     public ReferenceTarget oracle() {
         return oracle;
@@ -58,6 +64,7 @@ public final class TargetLockstep {
     /** Runs {@code chain}; {@code seed} is only recorded in the outcome. */
     public TargetChainOutcome run(long seed, List<TargetAction> chain) {
         Run r = new Run();
+        r.judge.recordRouterGaps(routerGapSink);
         try (ReferenceTargetRows o = oracle.openReferenceRows(List.of());
              TargetRows s = subject.openRows(List.of())) {
             r.oracle = o;
@@ -141,7 +148,7 @@ public final class TargetLockstep {
         /**
          * Runs {@code call} on both sides and compares the results. For a forward ({@code routed} names it) of a
          * backend that reports its MoE router choices, the backend runs first and the reference continues on its
-         * experts (spec §12.5, {@link #armRouter}).
+         * experts (spec §12.5, {@link TargetRouterFollow}).
          */
         <T> boolean both(String routed, Function<TargetRows, T> call, java.util.function.BiConsumer<T, T> compare) {
             List<TargetCheckpoint> oBefore = beforeFailure(oracle);
@@ -151,7 +158,8 @@ public final class TargetLockstep {
             RuntimeException se;
             if (routed != null && subject instanceof TargetRouterChoices rc) {
                 se = attempt(() -> results[1] = call.apply(subject));
-                RouterFollow follow = se == null ? armRouter(routed, rc) : null;
+                TargetRouterFollow follow = se == null ? TargetRouterFollow.arm(routed, oracle, rc, judge,
+                        () -> divergence != null, this::diverge) : null;
                 oe = attempt(() -> results[0] = call.apply(oracle));
                 if (follow != null && oe == null) {
                     follow.finish();
@@ -172,45 +180,6 @@ public final class TargetLockstep {
             T s = (T) results[1];
             compare.accept(o, s);
             return divergence == null;
-        }
-
-        /**
-         * Makes the reference's next forward judge each MoE layer's experts at each token against the backend's (by
-         * row, position and layer) and continue on the backend's while they pass. The returned follow-up, run after
-         * the reference's forward, reports a (row, position, layer) only one side computed.
-         */
-        RouterFollow armRouter(String what, TargetRouterChoices rc) {
-            java.util.Map<List<Integer>, int[]> theirs = new java.util.LinkedHashMap<>();
-            for (TargetRouterChoices.Choice ch : rc.lastRouterChoices()) {
-                theirs.put(List.of(ch.row(), ch.position(), ch.layer()), ch.experts());
-            }
-            java.util.Set<List<Integer>> seen = new java.util.HashSet<>();
-            oracle.chooseExpertsNextCall((row, pos, layer, probs, ours) -> {
-                List<Integer> key = List.of(row, pos, layer);
-                seen.add(key);
-                int[] their = theirs.get(key);
-                if (divergence != null) {
-                    return ours;
-                }
-                if (their == null) {
-                    diverge(TargetJudge.of(Kind.CONTRACT, row, pos, String.format(java.util.Locale.ROOT,
-                            "%s row %d position %d layer %d: the backend reported no router choice for a MoE layer "
-                                    + "the call computed (spec §12.5)", what, row, pos, layer)));
-                    return ours;
-                }
-                diverge(judge.routerChoice(what, row, pos, layer, probs, ours, their));
-                return divergence == null ? their : ours;
-            });
-            return () -> {
-                for (List<Integer> key : theirs.keySet()) {
-                    if (divergence == null && !seen.contains(key)) {
-                        diverge(TargetJudge.of(Kind.CONTRACT, key.get(0), key.get(1), String.format(
-                                java.util.Locale.ROOT, "%s row %d position %d layer %d: the backend reported a router "
-                                        + "choice the call did not compute (no MoE layer, row or token there)", what,
-                                key.get(0), key.get(1), key.get(2))));
-                    }
-                }
-            };
         }
 
         boolean compareOutcome(RuntimeException oe, RuntimeException se, List<TargetCheckpoint> oBefore,
@@ -421,12 +390,6 @@ public final class TargetLockstep {
                 divergence = d.at(index);
             }
         }
-    }
-
-    /** What to check once the reference's routed forward is done. */
-    @FunctionalInterface
-    private interface RouterFollow {
-        void finish();
     }
 
     /** A reference group of one row restored from {@code row}: a scratch copy the chain never sees. */
