@@ -2,7 +2,8 @@
 # Runs transformers_target.py (transformers' Qwen3_5TextModel / Qwen3_5MoeTextModel as a hybrid target) through the
 # kit on the machine that has torch and transformers (and a GPU): its smoke check against the numpy target, then
 # `mtp tck` (drafter and target rules) and a 1,000-chain target campaign on tiny-target in four parallel seeds, a
-# bfloat16 campaign and two MoE campaigns (float32; bfloat16 with router choices), each capped at SECS seconds. Run from the repository root:
+# bfloat16 campaign and two MoE campaigns (float32; bfloat16 with router choices compared), each capped at SECS
+# seconds. Run from the repository root:
 #
 #   MTP='java -jar mtp.jar' FIXTURE=DIR adapters/python/examples/transformers_target_gpu_check.sh [OUT_DIR]
 #
