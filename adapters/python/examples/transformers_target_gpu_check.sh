@@ -2,8 +2,8 @@
 # Runs transformers_target.py (transformers' Qwen3_5TextModel / Qwen3_5MoeTextModel as a hybrid target) through the
 # kit on the machine that has torch and transformers (and a GPU): its smoke check against the numpy target, then
 # `mtp tck` (drafter and target rules) and a 1,000-chain target campaign on tiny-target in four parallel seeds, a
-# bfloat16 campaign, a MoE campaign and loop chains (target and drafter together) under both drafter KV policies,
-# each capped at SECS seconds. Run from the repository root:
+# bfloat16 campaign, two MoE campaigns (float32; bfloat16 with router choices compared) and loop chains (target
+# and drafter together) under both drafter KV policies, each capped at SECS seconds. Run from the repository root:
 #
 #   MTP='java -jar mtp.jar' FIXTURE=DIR adapters/python/examples/transformers_target_gpu_check.sh [OUT_DIR]
 #
@@ -33,6 +33,10 @@ timeout "$SECS" $MTP conform --target --backend "exec:$ENG --dtype bfloat16" --f
 pids+=($!)
 timeout "$SECS" $MTP conform --target --backend "exec:$ENG" --fixture tiny-moe-target --chains 100 --seed 5 \
   --report "$OUT/campaign-moe-f32" > "$OUT/campaign-moe-f32.txt" 2>&1 &
+pids+=($!)
+# bfloat16 MoE: held to bf16 with its router choices compared tie-aware (targetRouterChoices, spec §12.5)
+timeout "$SECS" $MTP conform --target --backend "exec:$ENG --dtype bfloat16" --fixture tiny-moe-target --chains 50 \
+  --seed 6100 --report "$OUT/campaign-moe-bf16" > "$OUT/campaign-moe-bf16.txt" 2>&1 &
 pids+=($!)
 for kv in keep rebuild; do
   timeout "$SECS" $MTP conform --loop --kv "$kv" --backend "exec:$ENG" --fixture tiny-target --chains "${LOOP_CHAINS:-100}" \
