@@ -201,12 +201,10 @@ final class MlxTargetRows extends AbstractTargetRows<MlxTargetRows.DeviceRows> {
         outs.addAll(Arrays.asList(r.keys()));
         outs.addAll(Arrays.asList(r.values()));
         ops.evalAll(outs);
-        float[] host = ops.toFloats(r.host()); // the forward's one host read
         int nl = verify ? n : 1;
-        float[] logits = Arrays.copyOfRange(host, 0, b * nl * v);
-        float[] pre = Arrays.copyOfRange(host, b * nl * v, b * nl * v + b * n * h);
-        float[] post = Arrays.copyOfRange(host, b * nl * v + b * n * h, host.length);
-        return new Forwarded<>(logits, pre, post, new DeviceRows(b, conv, rec, r.keys(), r.values(), round));
+        // the forward's one host read, straight into the logits and the two taps
+        float[][] host = ops.toFloatParts(r.host(), b * nl * v, b * n * h, b * n * h);
+        return new Forwarded<>(host[0], host[1], host[2], new DeviceRows(b, conv, rec, r.keys(), r.values(), round));
     }
 
     @Override
