@@ -256,8 +256,8 @@ public final class MlxTarget implements LoadedTarget {
                 k2[slot] = o.keys();
                 v2[slot] = o.values();
             }
-            int every1 = pipeline;
-            if (every1 > 0 && (l + 1) % every1 == 0 && l + 1 < layers.length) {
+            int step = pipeline;
+            if (step > 0 && (l + 1) % step == 0 && l + 1 < layers.length) {
                 List<MlxArray> done = new ArrayList<>(List.of(x));
                 if (layers[l] instanceof MlxGdn) {
                     done.add(inputs[slot]);
