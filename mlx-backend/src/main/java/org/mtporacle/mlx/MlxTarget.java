@@ -42,7 +42,17 @@ public final class MlxTarget implements LoadedTarget {
     private final MlxRope rope;
     private final boolean compile;
     private final MlxGdnKernel gdnKernel; // null: the recurrence as ops
+    private volatile int pipeline = PIPELINE_LAYERS;
     private volatile boolean closed;
+
+    /**
+     * A forward hands the device each run of this many layers as soon as their graph is built ({@code mlx_async_eval}),
+     * so the device computes them while the host builds the next ones; 0: one evaluation at the end. Property
+     * {@code mtp.mlx.pipelineLayers}, default 0. Values do not change (the same graph, evaluated in pieces). Measured
+     * on an H200 (docs/mlx-gpu-target.md): no gain, as MLX's CUDA {@code async_eval} spends about as long launching
+     * as the synchronous evaluation takes, so the default stays off.
+     */
+    static final int PIPELINE_LAYERS = Math.max(0, Integer.getInteger("mtp.mlx.pipelineLayers", 0));
 
     /** The parts of a target already on the device (weights uploaded or made there). */
     record Parts(Object[] layers, MlxLinear embedding, MlxLinear head, MlxArray finalNorm, MlxRope rope,
@@ -265,6 +275,19 @@ public final class MlxTarget implements LoadedTarget {
                     routes.add(new Routes(l, ch));
                 }
             }
+            int step = pipeline;
+            if (step > 0 && (l + 1) % step == 0 && l + 1 < layers.length) {
+                List<MlxArray> done = new ArrayList<>(List.of(x));
+                if (layers[l] instanceof MlxGdn) {
+                    done.add(inputs[slot]);
+                    done.add(every ? all[slot] : last[slot]);
+                } else {
+                    done.add(k2[slot]);
+                    done.add(v2[slot]);
+                }
+                done.removeIf(java.util.Objects::isNull);
+                ops.asyncEvalAll(done);
+            }
         }
         MlxArray post = ops.rmsNorm(x, finalNorm, (float) c.shape().rmsNormEps());
         MlxArray last1 = allLogits || s == 1 ? post
@@ -300,6 +323,14 @@ public final class MlxTarget implements LoadedTarget {
 
     MlxLibrary library() {
         return lib;
+    }
+
+    /** Sets how many layers a forward builds before handing them to the device (0: all, then one evaluation). */
+    void pipelineLayers(int layersPerEval) {
+        if (layersPerEval < 0) {
+            throw MtpException.invalidArgument("pipelineLayers: " + layersPerEval + " < 0");
+        }
+        pipeline = layersPerEval;
     }
 
     /** How many graphs MLX traced for compiled layers so far. */

@@ -205,14 +205,17 @@ final class MlxTargetRows extends AbstractTargetRows<MlxTargetRows.DeviceRows> i
         outs.addAll(Arrays.asList(r.keys()));
         outs.addAll(Arrays.asList(r.values()));
         ops.evalAll(outs);
-        float[] host = ops.toFloats(r.host()); // the forward's one host read, router choices included
         int nl = verify ? n : 1;
-        float[] logits = Arrays.copyOfRange(host, 0, b * nl * v);
-        float[] pre = Arrays.copyOfRange(host, b * nl * v, b * nl * v + b * n * h);
-        int end = b * nl * v + 2 * b * n * h;
-        float[] post = Arrays.copyOfRange(host, b * nl * v + b * n * h, end);
-        record(r.routes(), host, end, at, n);
-        return new Forwarded<>(logits, pre, post, new DeviceRows(b, conv, rec, r.keys(), r.values(), round));
+        int routedValues = 0;
+        for (MlxTarget.Routes rt : r.routes()) {
+            if (rt.choices().onDevice() != null) {
+                routedValues += rt.choices().size();
+            }
+        }
+        // the forward's one host read, straight into the logits and the two taps, the router choices after them
+        float[][] host = ops.toFloatParts(r.host(), b * nl * v, b * n * h, b * n * h, routedValues);
+        record(r.routes(), host[3], 0, at, n);
+        return new Forwarded<>(host[0], host[1], host[2], new DeviceRows(b, conv, rec, r.keys(), r.values(), round));
     }
 
     @Override

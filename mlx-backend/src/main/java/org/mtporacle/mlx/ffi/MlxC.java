@@ -83,6 +83,7 @@ public final class MlxC {
     private final MethodHandle mlxArrayFree;
     private final MethodHandle mlxArrayEval;
     private final MethodHandle mlxEval;
+    private final MethodHandle mlxAsyncEval;
     private final MethodHandle mlxArrayNdim;
     private final MethodHandle mlxArrayShape;
     private final MethodHandle mlxArrayDtype;
@@ -183,6 +184,7 @@ public final class MlxC {
         mlxArrayFree = h("mlx_array_free", JAVA_INT, HANDLE);
         mlxArrayEval = h("mlx_array_eval", JAVA_INT, HANDLE);
         mlxEval = h("mlx_eval", JAVA_INT, HANDLE);
+        mlxAsyncEval = h("mlx_async_eval", JAVA_INT, HANDLE);
         mlxArrayIsAvailable = lookup.find("_mlx_array_is_available").isPresent()
                 ? h("_mlx_array_is_available", JAVA_INT, ADDRESS, HANDLE) : null;
         mlxArrayNdim = h("mlx_array_ndim", JAVA_LONG, HANDLE);
@@ -452,6 +454,14 @@ public final class MlxC {
     /** {@code mlx_eval(const mlx_vector_array outputs)} (transforms.h): one evaluation of every output. */
     public int mlx_eval(MemorySegment outputs) {
         try { return (int) mlxEval.invokeExact(outputs); } catch (Throwable t) { throw rethrow(t); }
+    }
+
+    /**
+     * {@code mlx_async_eval(const mlx_vector_array outputs)} (transforms.h): schedules the evaluation of every output
+     * and returns without waiting for the device.
+     */
+    public int mlx_async_eval(MemorySegment outputs) {
+        try { return (int) mlxAsyncEval.invokeExact(outputs); } catch (Throwable t) { throw rethrow(t); }
     }
 
     public long mlx_array_ndim(MemorySegment arr) {

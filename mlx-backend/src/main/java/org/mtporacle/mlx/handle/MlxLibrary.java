@@ -40,6 +40,8 @@ public final class MlxLibrary {
     private final boolean global;
     private final java.util.concurrent.atomic.AtomicLong operations = new java.util.concurrent.atomic.AtomicLong();
     private final java.util.concurrent.atomic.AtomicLong evalNanos = new java.util.concurrent.atomic.AtomicLong();
+    private final java.util.concurrent.atomic.AtomicLong asyncEvalNanos = new java.util.concurrent.atomic.AtomicLong();
+    private final java.util.concurrent.atomic.AtomicLong readNanos = new java.util.concurrent.atomic.AtomicLong();
     private final ThreadLocal<String> lastError = new ThreadLocal<>();
     @SuppressWarnings("unused") // keeps the upcall stub alive for the life of the process
     private MemorySegment handlerStub;
@@ -177,6 +179,30 @@ public final class MlxLibrary {
 
     void addEvalNanos(long nanos) {
         evalNanos.addAndGet(nanos);
+    }
+
+    /**
+     * Nanoseconds spent inside {@code mlx_async_eval} so far: scheduling a graph and launching its device work without
+     * waiting for it (on CUDA, the kernel launches themselves run on the calling thread).
+     */
+    public long asyncEvalNanos() {
+        return asyncEvalNanos.get();
+    }
+
+    void addAsyncEvalNanos(long nanos) {
+        asyncEvalNanos.addAndGet(nanos);
+    }
+
+    /**
+     * Nanoseconds spent in host reads of evaluated arrays so far ({@link MlxOps#toFloats} and the like): MLX handing
+     * out the data pointer (on CUDA a copy into managed memory) and the copy into Java arrays.
+     */
+    public long readNanos() {
+        return readNanos.get();
+    }
+
+    void addReadNanos(long nanos) {
+        readNanos.addAndGet(nanos);
     }
 
     public String version() {

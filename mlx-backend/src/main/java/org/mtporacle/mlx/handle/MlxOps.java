@@ -328,22 +328,151 @@ public final class MlxOps {
         }
     }
 
+    /**
+     * Schedules the evaluation of every array of {@code arrays} in one {@code mlx_async_eval} and returns without
+     * waiting: the device starts on them while the caller builds more graph. A later {@link #evalAll} or host read
+     * waits as usual; the values are the same as with {@link #evalAll}.
+     */
+    public void asyncEvalAll(List<MlxArray> arrays) {
+        if (arrays.isEmpty()) {
+            return;
+        }
+        MemorySegment v = c.mlx_vector_array_new(Arena.ofAuto());
+        try {
+            for (MlxArray a : arrays) {
+                lib.check("mlx_vector_array_append_value", c.mlx_vector_array_append_value(v, a.handle()));
+            }
+            long start = System.nanoTime();
+            int status = c.mlx_async_eval(v);
+            lib.addAsyncEvalNanos(System.nanoTime() - start);
+            NativeTimes.end("mlx_async_eval", start);
+            lib.check("mlx_async_eval", status);
+        } finally {
+            c.mlx_vector_array_free(v);
+        }
+    }
+
     /** {@code a} widened to f32 on the host (bf16/f16 → f32 is exact). Evaluates and makes contiguous first. */
     public float[] toFloats(MlxArray a) {
+        long n = 1;
+        for (int d : a.shape()) {
+            n *= d;
+        }
+        if (n > Integer.MAX_VALUE) {
+            throw MtpException.invalidArgument("toFloats: " + n + " values do not fit one Java array");
+        }
+        return toFloatParts(a, READ_THREADS, new int[] {(int) n})[0];
+    }
+
+    /**
+     * {@code a} widened to f32 on the host, flattened and cut into consecutive parts of {@code lengths} values (which
+     * add up to its size), copied straight into one Java array each. Evaluates and makes contiguous first.
+     */
+    public float[][] toFloatParts(MlxArray a, int... lengths) {
+        return toFloatParts(a, READ_THREADS, lengths.clone());
+    }
+
+    /**
+     * As {@link #toFloatParts(MlxArray, int...)}, the copy split over up to {@code threads} threads when the array
+     * has at least {@link #PARALLEL_READ_BYTES} bytes: on CUDA MLX hands out managed memory whose pages migrate to the
+     * host on first touch, one fault per page, and faults of several threads are served in parallel.
+     */
+    public float[][] toFloatParts(MlxArray a, int threads, int[] lengths) {
         MlxArray f = contiguous(a.dtype() == MlxC.MLX_FLOAT32 ? a : astype(a, MlxC.MLX_FLOAT32));
         eval(f);
         hostReads++;
+        long start = System.nanoTime();
         long n = c.mlx_array_size(f.handle());
+        long sum = 0;
+        for (int len : lengths) {
+            if (len < 0) {
+                throw MtpException.invalidArgument("toFloatParts: a part of " + len + " values");
+            }
+            sum += len;
+        }
+        if (sum != n) {
+            throw MtpException.invalidArgument("toFloatParts: parts of " + Arrays.toString(lengths) + " values for an "
+                    + "array of " + n);
+        }
+        float[][] out = new float[lengths.length][];
+        for (int i = 0; i < lengths.length; i++) {
+            out[i] = new float[lengths[i]];
+        }
+        if (n == 0) {
+            return out;
+        }
         long d0 = NativeTimes.start();
         MemorySegment p = c.mlx_array_data_float32(f.handle()); // on CUDA: MLX copies the buffer to managed memory
         NativeTimes.end("mlx_array_data_float32", d0);
-        if (n > 0 && p.equals(MemorySegment.NULL)) {
+        if (p.equals(MemorySegment.NULL)) {
             lib.check("mlx_array_data_float32", 1);
         }
+        MemorySegment src = p.reinterpret(4 * n);
         long t0 = NativeTimes.start();
-        float[] out = n == 0 ? new float[0] : p.reinterpret(4 * n).toArray(ValueLayout.JAVA_FLOAT);
+        int t = n * 4 >= PARALLEL_READ_BYTES ? Math.max(1, threads) : 1;
+        if (t == 1) {
+            copyRange(src, out, 0, n);
+        } else {
+            long chunk = (n + t - 1) / t;
+            java.util.concurrent.Future<?>[] parts = new java.util.concurrent.Future<?>[t - 1];
+            for (int k = 1; k < t; k++) {
+                long from = Math.min(n, k * chunk);
+                long to = Math.min(n, from + chunk);
+                parts[k - 1] = readers().submit(() -> copyRange(src, out, from, to));
+            }
+            copyRange(src, out, 0, Math.min(n, chunk));
+            for (java.util.concurrent.Future<?> part : parts) {
+                try {
+                    part.get();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IllegalStateException("host read interrupted", e);
+                } catch (java.util.concurrent.ExecutionException e) {
+                    throw new IllegalStateException("host read failed: " + e.getCause(), e.getCause());
+                }
+            }
+        }
         NativeTimes.end("host read (f32 copy)", t0);
+        lib.addReadNanos(System.nanoTime() - start);
         return out;
+    }
+
+    /** Copies values {@code [from, to)} of {@code src} into the parts that hold them. */
+    private static void copyRange(MemorySegment src, float[][] parts, long from, long to) {
+        long base = 0;
+        for (float[] part : parts) {
+            long lo = Math.max(from, base);
+            long hi = Math.min(to, base + part.length);
+            if (lo < hi) {
+                MemorySegment.copy(src, ValueLayout.JAVA_FLOAT, lo * 4, part, (int) (lo - base), (int) (hi - lo));
+            }
+            base += part.length;
+        }
+    }
+
+    /** Host reads at least this large are split over {@link #READ_THREADS} threads. */
+    public static final long PARALLEL_READ_BYTES = 1L << 20;
+    /** Threads of a large host read: {@code mtp.mlx.readThreads}, else 8 or the processors if fewer. */
+    public static final int READ_THREADS = Math.max(1, Integer.getInteger("mtp.mlx.readThreads",
+            Math.min(8, Runtime.getRuntime().availableProcessors())));
+    private static volatile java.util.concurrent.ExecutorService readers;
+
+    private static java.util.concurrent.ExecutorService readers() {
+        java.util.concurrent.ExecutorService r = readers;
+        if (r == null) {
+            synchronized (MlxOps.class) {
+                r = readers;
+                if (r == null) {
+                    r = java.util.concurrent.Executors.newCachedThreadPool(job -> {
+                        Thread th = new Thread(job, "mlx-host-read");
+                        th.setDaemon(true);
+                        return th;
+                    });
+                    readers = r;
+                }
+            }
+        }
+        return r;
     }
 
     /** {@code a} as int32 on the host. Evaluates and makes contiguous first. */
