@@ -24,6 +24,8 @@ public record TargetDivergence(Kind kind, int actionIndex, int row, int position
         STATE_SHAPE(Category.STATE),
         /** A row's conv windows, recurrent states, keys or values differ by NMSE beyond the bound. */
         STATE_TENSOR(Category.STATE),
+        /** A chain's typical NMSE of one kind (the median of its comparisons) exceeds the profile's bound on it. */
+        TYPICAL_NMSE(Category.TYPICAL),
         /** The row count differs. */
         ROW_COUNT(Category.STATE),
         /** Both sides failed, with different kinds. */
@@ -53,7 +55,9 @@ public record TargetDivergence(Kind kind, int actionIndex, int row, int position
 
     /** The coarse class a shrunk chain must keep. */
     public enum Category {
-        OUTPUT, STATE, ERROR_BEHAVIOUR, STATE_AFTER_FAILURE, CONTRACT, LOOP
+        OUTPUT, STATE, ERROR_BEHAVIOUR, STATE_AFTER_FAILURE, CONTRACT, LOOP,
+        /** A chain's typical NMSE, judged at its end. */
+        TYPICAL
     }
 
     public Category category() {
