@@ -17,8 +17,8 @@ import org.mtporacle.api.TargetRows;
 import org.mtporacle.api.Tolerance;
 import org.mtporacle.conformance.compare.ChainMedians;
 import org.mtporacle.conformance.compare.Divergence;
-import org.mtporacle.conformance.compare.Nmse;
 import org.mtporacle.conformance.compare.Judge;
+import org.mtporacle.conformance.compare.Nmse;
 import org.mtporacle.conformance.lockstep.TargetTaps;
 import org.mtporacle.conformance.loop.chain.LoopAction;
 import org.mtporacle.conformance.loop.chain.LoopChainData;
@@ -45,9 +45,9 @@ import java.util.function.Supplier;
  * sides alike. After every action both judges look: the target's ({@link TargetJudge}: logits tie-aware and by NMSE,
  * taps, every warm row's state through capture) and the drafter's ({@link Judge}: draft tokens tie-aware, the
  * reference continuing on the backend's; every warm row's checkpoint), each under the backend's profile (the drafter's
- * retained hidden, being its own target's tap, under the target's tap bound: {@link #drafterTolerance}). At the end of a
- * chain that ran whole, its typical NMSE per kind, the drafter's keys and values among them ({@link
- * TargetJudge#typicalExcess}).
+ * retained hidden, being its own target's tap, under the target's tap bound: {@link #drafterTolerance}). At the end
+ * of a chain that ran whole, its typical NMSE per kind, the drafter's keys and values recorded beside the target's
+ * ({@link TargetJudge#typicalExcess}).
  */
 public final class LoopLockstep {
     private final ReferenceTarget oracleTarget;

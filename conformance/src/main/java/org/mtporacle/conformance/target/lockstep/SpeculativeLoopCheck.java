@@ -24,8 +24,8 @@ import java.util.SplittableRandom;
  * run beside the reference's loop under the same declared tap and drafter KV policy, the same tokens and the same
  * accepted count in every round, and after every round's commits the same target state and drafter state for every
  * request, each by NMSE and, over the whole run, by its typical NMSE per kind (the median: {@link
- * TargetJudge#typicalExcess}). The second half is what catches an engine that declares one policy and runs the other: both policies keep
- * speculative == plain; the acceptance, and always the drafter's KV, show which one ran.
+ * TargetJudge#typicalExcess}). The second half is what catches an engine that declares one policy and runs the other:
+ * both policies keep speculative == plain; the acceptance, and always the drafter's KV, show which one ran.
  *
  * <p>Plain decoding is compared exactly: a backend whose forward is not width-invariant may differ at near-ties (a
  * known trait of batched kernels), which this check then reports; a tie-aware variant is left for later.

@@ -23,6 +23,8 @@ import java.util.Map;
  * reference's layout). Each method returns null when the observable passes. It counts what it compared, and records
  * the data the bf16 bounds are derived from (conformance/SPEC.md "Deriving the target's bf16 bounds"): the reference's
  * logit gap at every greedy position ({@link GapHistogram}) and every NMSE it compares, by kind ({@link #KINDS}).
+ * One judge per chain: at its end {@link #typicalExcess} holds each kind's median against the profile's bound on a
+ * chain's typical NMSE (conformance/SPEC.md "A chain's typical NMSE").
  */
 public final class TargetJudge {
     private final TargetTolerance tolerance;

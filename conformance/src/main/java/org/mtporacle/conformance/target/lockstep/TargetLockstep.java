@@ -25,8 +25,8 @@ import java.util.function.Function;
  * by NMSE, every warm row's state after every change (through the backend's {@link TargetStateExport} in the layout
  * it declares, else through capture), every capture's checkpoint, and errors by kind with both sides' rows
  * unchanged; at the end of a chain that ran whole, its typical NMSE per kind (the median of its comparisons,
- * {@link TargetJudge#typicalExcess}). Verify drafts are drawn partly from the reference's own greedy continuation and commits may accept the
- * loop's matched prefix, so long accepts occur as often as short ones.
+ * {@link TargetJudge#typicalExcess}). Verify drafts are drawn partly from the reference's own greedy continuation and
+ * commits may accept the loop's matched prefix, so long accepts occur as often as short ones.
  */
 public final class TargetLockstep {
     private final ReferenceTarget oracle;
