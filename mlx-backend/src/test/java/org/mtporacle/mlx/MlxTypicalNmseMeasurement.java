@@ -72,6 +72,10 @@ class MlxTypicalNmseMeasurement {
 
     private static void print(String what, int chains, Map<String, NmseHistogram> nmse) {
         nmse.forEach((kind, h) -> {
+            if (kind.startsWith("drafter") && h.total() > 0) {
+                System.out.printf(Locale.ROOT, "%s: %s: %d comparisons; p50 %.3g p90 %.3g p99 %.3g max %.3g%n", what,
+                        kind, h.total(), h.quantile(0.5), h.quantile(0.9), h.quantile(0.99), h.max());
+            }
             if (kind.startsWith(ChainMedians.PREFIX) && h.total() > 0) {
                 double campaign = 10_000.0 * h.total() / chains;
                 System.out.printf(Locale.ROOT, "%s: %s: %d of %d judged; p50 %.3g p99 %.3g max %.3g; implied bound "

@@ -263,10 +263,11 @@ public final class TargetJudge {
     // ---- a chain's typical NMSE -----------------------------------------------------------------------------------
 
     /**
-     * Counts a comparison that another judge made, for the chain's typical NMSE only: a loop's drafter state
-     * ({@code drafterKeys}, {@code drafterValues}).
+     * Counts a comparison that another judge made and bounded: a loop's drafter state ({@code drafterKeys},
+     * {@code drafterValues}), recorded by kind and toward the chain's typical NMSE.
      */
     public void addTypical(String kind, double nmse) {
+        this.nmse.computeIfAbsent(kind, k -> new NmseHistogram()).add(nmse);
         chain.add(kind, nmse);
     }
 

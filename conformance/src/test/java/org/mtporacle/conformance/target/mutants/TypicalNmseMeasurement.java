@@ -73,6 +73,10 @@ class TypicalNmseMeasurement {
     /** Per median kind: chains judged, then the 1st, 5th, 50th percentiles and the largest per-chain median. */
     static void print(String what, int chains, Map<String, NmseHistogram> nmse) {
         nmse.forEach((kind, h) -> {
+            if (kind.startsWith("drafter") && h.total() > 0) {
+                System.out.printf(Locale.ROOT, "%s: %s: %d comparisons; p50 %.3g p90 %.3g p99 %.3g max %.3g%n", what,
+                        kind, h.total(), h.quantile(0.5), h.quantile(0.9), h.quantile(0.99), h.max());
+            }
             if (kind.startsWith(ChainMedians.PREFIX) && h.total() > 0) {
                 System.out.printf(Locale.ROOT, "%s: %s: %d of %d chains judged; p1 %.3g p5 %.3g p50 %.3g max %.3g%n",
                         what, kind, h.total(), chains, h.quantile(0.01), h.quantile(0.05), h.quantile(0.5), h.max());
