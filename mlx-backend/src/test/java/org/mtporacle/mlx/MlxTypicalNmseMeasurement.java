@@ -26,8 +26,8 @@ import java.util.Map;
  * median NMSEs by kind of MLX precision=native on {@code -Dfixture=NAME} (default {@code tiny-wide-target}, which
  * {@code mtp conform --target} does not run), {@code -Dchains=N} target chains (150) as {@code mtp conform} draws them
  * for {@code -Dseed=S} (600), and {@code -Dloops=N} speculative-loop checks per tap and policy (10; the drafter's keys
- * and values among the kinds), with no bound applied; each kind with the bound its tail implies for a 10,000-chain
- * campaign (conformance/SPEC.md "A chain's typical NMSE").
+ * and values among the kinds, also per comparison), with no bound applied; each kind with the bound its tail implies
+ * for a 10,000-chain campaign (conformance/SPEC.md "A chain's typical NMSE").
  */
 class MlxTypicalNmseMeasurement {
     @Test

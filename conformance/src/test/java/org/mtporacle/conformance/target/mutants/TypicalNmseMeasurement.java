@@ -25,8 +25,9 @@ import java.util.Map;
  * NMSEs by kind ({@code median.KIND}, chains of at least {@link TargetTolerance#TYPICAL_MIN_COMPARISONS} comparisons)
  * of the two mutants the per-comparison bf16 bounds miss, {@code QK_NORM_AFTER_ROPE} on {@code tiny-target} and
  * {@code tiny-wide-target} ({@code -Dchains=N}, 200 by default, seed 7 as {@link TargetMutantRuns} draws them) and
- * {@code KEEP_REBUILD_MIXED_UP} (20 loop runs per declared policy), with no bound applied: the data its bound on a
- * chain's typical NMSE must sit under (conformance/SPEC.md "A chain's typical NMSE").
+ * {@code KEEP_REBUILD_MIXED_UP} (20 loop runs per declared policy, with the drafter's K/V NMSEs per comparison), with
+ * no bound applied: the data its bound on a chain's typical NMSE must sit under (conformance/SPEC.md "A chain's typical
+ * NMSE").
  */
 class TypicalNmseMeasurement {
     private static final int CHAINS = Integer.getInteger("chains", 200);
