@@ -1,5 +1,6 @@
 package org.mtporacle.conformance.report;
 
+import org.mtporacle.conformance.compare.ChainMedians;
 import org.mtporacle.conformance.compare.GapCalibration;
 import org.mtporacle.conformance.compare.GapHistogram;
 import org.mtporacle.conformance.compare.NmseCalibration;
@@ -320,7 +321,8 @@ public final class TextReport {
      * count, median, 99th percentile and largest value, and the bound a campaign of {@link
      * GapCalibration#CAMPAIGN_CHAINS} chains like this one needs ({@link NmseCalibration}), against the profile's
      * (logits and taps against its hidden NMSE bound, state tensors against its kv NMSE bound, as a target entry's
-     * tolerance reads them); empty when none were recorded.
+     * tolerance reads them; a chain's median, {@code median.KIND}, against bf16's bound on a chain's typical NMSE);
+     * empty when none were recorded.
      */
     static java.util.List<String> nmseData(ConformReport.Entry e) {
         java.util.List<String> out = new java.util.ArrayList<>();
@@ -335,6 +337,15 @@ public final class TextReport {
             double comparisons = (double) h.total() / e.chainsRun() * GapCalibration.CAMPAIGN_CHAINS;
             NmseCalibration c = NmseCalibration.of(h);
             double needed = c.bound(comparisons, GapCalibration.EXPECTED_FALSE_FAILURES);
+            if (kind.startsWith(ChainMedians.PREFIX)) { // per-chain medians: against bf16's typical bound
+                Double typical = TargetTolerance.BF16.typicalNmse().get(kind.substring(ChainMedians.PREFIX.length()));
+                out.add(String.format(Locale.ROOT, "%s (per chain, of at least %d comparisons): %s%s", kind,
+                        TargetTolerance.TYPICAL_MIN_COMPARISONS,
+                        c.describe(comparisons, GapCalibration.EXPECTED_FALSE_FAILURES), typical == null ? ""
+                                : String.format(Locale.ROOT, "; %s bf16's bound %.3g on a chain's typical NMSE",
+                                needed <= typical ? "the data support" : "the data do not support", typical)));
+                return;
+            }
             double allowed = kind.equals("logits") || kind.equals("taps") ? e.tolerance().hiddenNmse()
                     : e.tolerance().kvNmse();
             out.add(String.format(Locale.ROOT, "%s: %s; %s the bound %.3g", kind,

@@ -56,4 +56,31 @@ class ReportPoolTest {
         assertThatThrownBy(() -> ReportFiles.pool(List.of(new ReportFiles.Part("a", a), new ReportFiles.Part("b", b))))
                 .isInstanceOf(MtpException.class).hasMessageContaining("other contexts");
     }
+
+    @Test
+    void perChainMediansPoolAndPrintAgainstTheTypicalBound() {
+        java.util.function.BiFunction<Long, Double, ConformReport> withMedian = (seed, median) -> {
+            NmseHistogram h = new NmseHistogram();
+            h.add(median);
+            ConformReport r = report(seed, 10, "target", 1e-5, 0.2);
+            ConformReport.Entry e = r.entries().getFirst();
+            ConformReport.Stats s = e.stats();
+            ConformReport.Stats withIt = new ConformReport.Stats(s.comparedTokens(), s.nearTies(),
+                    s.comparedCheckpoints(), s.maxKvNmse(), s.maxHiddenNmse(), s.badCalls(), s.maxNearTieGap(),
+                    s.nearTieGaps(), s.gaps(), s.router(), Map.of("logits", s.nmse().get("logits"), "median.keys",
+                    ConformReport.NmseData.of(h)));
+            return new ConformReport("t", "now", seed, 10, List.of("1/1"), "target", List.of(new ConformReport.Entry(
+                    e.backend(), e.profile(), e.options(), e.fixture(), e.fixtureRecipe(), e.modelIdentity(),
+                    e.tolerance(), e.numerics(), e.status(), e.reason(), 10, 10, 1, withIt, List.of())));
+        };
+        ConformReport p = ReportFiles.pool(List.of(new ReportFiles.Part("a", withMedian.apply(1L, 2e-5)),
+                new ReportFiles.Part("b", withMedian.apply(2L, 4e-5))));
+        ConformReport.Entry e = p.entries().getFirst();
+        NmseHistogram medians = e.stats().nmse().get("median.keys").histogram();
+        assertThat(medians.total()).isEqualTo(2);
+        assertThat(medians.max()).isEqualTo(4e-5);
+        assertThat(TextReport.nmseData(e)).anySatisfy(line -> assertThat(line)
+                .startsWith("median.keys (per chain, of at least 8 comparisons): 2 compared")
+                .endsWith("bf16's bound 0.00100 on a chain's typical NMSE"));
+    }
 }

@@ -16,9 +16,11 @@ import org.mtporacle.api.TargetOutput;
 import org.mtporacle.api.TargetRouterChoices;
 import org.mtporacle.api.TargetRows;
 import org.mtporacle.api.Tolerance;
+import org.mtporacle.conformance.compare.ChainMedians;
 import org.mtporacle.conformance.compare.Divergence;
 import org.mtporacle.conformance.compare.Judge;
 import org.mtporacle.conformance.chain.GroupShape;
+import org.mtporacle.conformance.compare.Nmse;
 import org.mtporacle.conformance.lockstep.TargetTaps;
 import org.mtporacle.conformance.loop.chain.LoopAction;
 import org.mtporacle.conformance.loop.chain.LoopChainData;
@@ -50,7 +52,9 @@ import java.util.function.Supplier;
  * sides alike. After every action both judges look: the target's ({@link TargetJudge}: logits tie-aware and by NMSE,
  * taps, every warm row's state through capture) and the drafter's ({@link Judge}: draft tokens tie-aware, the
  * reference continuing on the backend's; every warm row's checkpoint), each under the backend's profile (the drafter's
- * retained hidden, being its own target's tap, under the target's tap bound: {@link #drafterTolerance}).
+ * retained hidden, being its own target's tap, under the target's tap bound: {@link #drafterTolerance}). At the end
+ * of a chain that ran whole, its typical NMSE per kind, the drafter's keys and values recorded beside the target's
+ * ({@link TargetJudge#typicalExcess}).
  *
  * <p>The drafter's commit follows the declared KV policy (spec §13.4), on both sides alike: {@code keep} is §5.8's
  * commit with the verify's taps; {@code rebuild} (after a round with drafts) commits 0 and re-runs each row's accepted
@@ -131,6 +135,14 @@ public final class LoopLockstep {
             if (r.divergence == null) {
                 r.divergence = new LoopDivergence("both", "CONTRACT", "CONTRACT", r.index, -1, -1,
                         "opening or closing a group threw " + e);
+            }
+        }
+        if (r.divergence == null) { // the chain's typical NMSE, once it ran whole
+            ChainMedians.Excess x = r.tj.typicalExcess();
+            if (x != null) {
+                TargetDivergence d = r.tj.typical("the chain's " + r.executed + " actions", x);
+                r.divergence = new LoopDivergence(x.kind().startsWith("drafter") ? "drafter" : "target",
+                        d.kind().name(), d.category().name(), Math.max(0, r.executed - 1), -1, -1, d.message());
             }
         }
         return new LoopChainOutcome(seed, chain, r.executed, r.divergence, LoopChainOutcome.Stats.of(
@@ -357,6 +369,7 @@ public final class LoopLockstep {
                     TargetJudge.RowState.of(st[0])));
             if (divergence == null) {
                 drafter(dj.checkpoint(row, "checkpoint of row " + row, od, sd[0]));
+                typicalDrafter(od, sd[0]);
             }
             pool.add(new Entry(ot, st[0], od, sd[0], pending[row]));
         }
@@ -484,7 +497,9 @@ public final class LoopLockstep {
                         : tj.state(row, "row " + row, TargetJudge.RowState.of(oT.capture(row)),
                         TargetJudge.RowState.of(st[0])));
                 if (divergence == null) {
-                    drafter(dj.checkpoint(row, "row " + row, oD.capture(row), sd[0]));
+                    RowCheckpoint od = oD.capture(row);
+                    drafter(dj.checkpoint(row, "row " + row, od, sd[0]));
+                    typicalDrafter(od, sd[0]);
                 }
             }
         }
@@ -515,6 +530,19 @@ public final class LoopLockstep {
                 }
             }
             return forward(what, o, s[0]) ? o : null;
+        }
+
+        /** A drafter checkpoint that passed: its keys' and values' NMSEs count toward the chain's typical NMSE. */
+        void typicalDrafter(RowCheckpoint expected, RowCheckpoint actual) {
+            if (divergence != null || actual == null) {
+                return;
+            }
+            if (expected.keys() != null && actual.keys() != null) {
+                tj.addTypical("drafterKeys", Nmse.of(actual.keys(), expected.keys()));
+            }
+            if (expected.values() != null && actual.values() != null) {
+                tj.addTypical("drafterValues", Nmse.of(actual.values(), expected.values()));
+            }
         }
 
         /** A forward's logits (tie-aware) and both taps against the reference's. */

@@ -30,6 +30,8 @@ public record TargetDivergence(Kind kind, int actionIndex, int row, int position
          * (spec §12.5; only for a backend that reports its choices).
          */
         ROUTER(Category.ROUTER),
+        /** A chain's typical NMSE of one kind (the median of its comparisons) exceeds the profile's bound on it. */
+        TYPICAL_NMSE(Category.TYPICAL),
         /** The row count differs. */
         ROW_COUNT(Category.STATE),
         /** Both sides failed, with different kinds. */
@@ -59,7 +61,9 @@ public record TargetDivergence(Kind kind, int actionIndex, int row, int position
 
     /** The coarse class a shrunk chain must keep. */
     public enum Category {
-        OUTPUT, STATE, ERROR_BEHAVIOUR, STATE_AFTER_FAILURE, CONTRACT, LOOP, ROUTER
+        OUTPUT, STATE, ERROR_BEHAVIOUR, STATE_AFTER_FAILURE, CONTRACT, LOOP, ROUTER,
+        /** A chain's typical NMSE, judged at its end. */
+        TYPICAL
     }
 
     public Category category() {

@@ -4,6 +4,7 @@ import org.mtporacle.api.HostTensor;
 import org.mtporacle.api.MtpException;
 import org.mtporacle.api.TargetCheckpoint;
 import org.mtporacle.api.TargetConfig;
+import org.mtporacle.conformance.compare.ChainMedians;
 import org.mtporacle.conformance.compare.GapHistogram;
 import org.mtporacle.conformance.compare.NmseHistogram;
 import org.mtporacle.conformance.compare.RouterNearTie;
@@ -24,6 +25,8 @@ import java.util.Map;
  * reference's layout). Each method returns null when the observable passes. It counts what it compared, and records
  * the data the bf16 bounds are derived from (conformance/SPEC.md "Deriving the target's bf16 bounds"): the reference's
  * logit gap at every greedy position ({@link GapHistogram}) and every NMSE it compares, by kind ({@link #KINDS}).
+ * One judge per chain: at its end {@link #typicalExcess} holds each kind's median against the profile's bound on a
+ * chain's typical NMSE (conformance/SPEC.md "A chain's typical NMSE").
  */
 public final class TargetJudge {
     private final TargetTolerance tolerance;
@@ -38,6 +41,7 @@ public final class TargetJudge {
     private long routerNearTies;
     private double maxRouterGap;
     private java.util.function.DoubleConsumer routerGapSink;
+    private final ChainMedians chain = new ChainMedians();
 
     /** The kinds of compared tensor whose NMSEs are recorded: logits, taps, then the four state tensors. */
     public static final List<String> KINDS = List.of("logits", "taps", "convWindows", "recurrentStates", "keys",
@@ -188,6 +192,7 @@ public final class TargetJudge {
             double nmse = nmse(a, r * len, e, r * len, len);
             maxOutputNmse = Math.max(maxOutputNmse, nmse);
             this.nmse.get("logits").add(nmse);
+            chain.add("logits", nmse);
             if (!(nmse <= tolerance.outputNmse())) {
                 return of(Kind.LOGITS, r, -1, String.format(Locale.ROOT, "%s row %d: logits NMSE %.3g > %.3g %s",
                         what, r, nmse, tolerance.outputNmse(), tolerance.name()));
@@ -210,6 +215,7 @@ public final class TargetJudge {
             double nmse = nmse(a, r * len, e, r * len, len);
             maxOutputNmse = Math.max(maxOutputNmse, nmse);
             this.nmse.get("taps").add(nmse);
+            chain.add("taps", nmse);
             if (!(nmse <= tolerance.outputNmse())) {
                 return of(Kind.TAPS, r, -1, String.format(Locale.ROOT, "%s row %d: %s taps NMSE %.3g > %.3g %s",
                         what, r, tap, nmse, tolerance.outputNmse(), tolerance.name()));
@@ -311,6 +317,7 @@ public final class TargetJudge {
             maxStateNmse = Math.max(maxStateNmse, nmse);
             if (e[i].length > 0) {
                 this.nmse.get(names[i]).add(nmse);
+                chain.add(names[i], nmse);
             }
             if (!(nmse <= tolerance.stateNmse())) {
                 return of(Kind.STATE_TENSOR, row, -1, String.format(Locale.ROOT, "%s: %s NMSE %.3g > %.3g %s "
@@ -319,6 +326,39 @@ public final class TargetJudge {
             }
         }
         return null;
+    }
+
+    // ---- a chain's typical NMSE -----------------------------------------------------------------------------------
+
+    /**
+     * Counts a comparison that another judge made and bounded: a loop's drafter state ({@code drafterKeys},
+     * {@code drafterValues}), recorded by kind and toward the chain's typical NMSE.
+     */
+    public void addTypical(String kind, double nmse) {
+        this.nmse.computeIfAbsent(kind, k -> new NmseHistogram()).add(nmse);
+        chain.add(kind, nmse);
+    }
+
+    /**
+     * The end of a chain: records each kind's median of at least {@link TargetTolerance#TYPICAL_MIN_COMPARISONS}
+     * comparisons (the counts' {@code median.KIND}), then judges them against the profile's bound on a chain's
+     * typical NMSE (conformance/SPEC.md "A chain's typical NMSE"); null when every median is within. Call it once, at
+     * the end of a chain that passed so far.
+     */
+    public ChainMedians.Excess typicalExcess() {
+        chain.recordInto(nmse, TargetTolerance.TYPICAL_MIN_COMPARISONS);
+        return chain.judge(tolerance.typicalNmse(), TargetTolerance.TYPICAL_MIN_COMPARISONS);
+    }
+
+    /** {@link #typicalExcess} as a divergence ({@code what} names the chain or run), or null. */
+    public TargetDivergence typical(String what) {
+        ChainMedians.Excess x = typicalExcess();
+        return x == null ? null : typical(what, x);
+    }
+
+    /** A chain's typical NMSE over its bound, as a divergence. */
+    public TargetDivergence typical(String what, ChainMedians.Excess x) {
+        return of(Kind.TYPICAL_NMSE, -1, -1, what + ": " + x.describe() + " " + tolerance.name());
     }
 
     public TargetDivergence rowCount(int expected, int actual) {

@@ -26,10 +26,6 @@ import java.util.function.Function;
  * by action, and stops at the first divergence (spec §13.3): every forward's logits tie-aware and by NMSE, both taps
  * by NMSE, every warm row's state after every change (through the backend's {@link TargetStateExport} in the layout
  * it declares, else through capture), every capture's checkpoint, and errors by kind with both sides' rows
- * unchanged. A backend that reports its MoE router choices ({@link TargetRouterChoices}) runs each forward first; the
- * reference then judges every MoE layer's experts at every token tie-aware and continues on the backend's (spec
- * §12.5). Verify drafts are drawn partly from the reference's own greedy continuation and commits may accept the
- * loop's matched prefix, so long accepts occur as often as short ones.
  */
 public final class TargetLockstep {
     private final ReferenceTarget oracle;
@@ -79,6 +75,10 @@ public final class TargetLockstep {
                 r.divergence = TargetJudge.of(Kind.CONTRACT, -1, -1, "opening or closing a group threw " + e)
                         .at(r.index);
             }
+        }
+        if (r.divergence == null) { // the chain's typical NMSE, once it ran whole
+            TargetDivergence d = r.judge.typical("the chain's " + r.executed + " actions");
+            r.divergence = d == null ? null : d.at(Math.max(0, r.executed - 1));
         }
         return new TargetChainOutcome(seed, chain, r.executed, r.divergence, r.judge.counts(), r.badCalls,
                 r.skippedBad, r.matchedAccepts, r.judge.routerTally());

@@ -44,4 +44,40 @@ class TargetJudgeDistributionsTest {
         assertThat(c.nmse().get("keys").total()).as("an absent tensor is not a comparison").isZero();
         assertThat(c.nmse().get("values").total()).isEqualTo(2);
     }
+
+    @Test
+    void aChainsTypicalNmseIsJudgedAtItsEndFromEightComparisonsOn() {
+        TargetJudge j = new TargetJudge(TargetTolerance.BF16);
+        // keys off by 6 % everywhere: NMSE 0.06² = 3.6e-3 per comparison, far under the per-comparison 0.1
+        TargetJudge.RowState e = new TargetJudge.RowState(2, new float[0], new float[0], new float[] {1, -1},
+                new float[0]);
+        TargetJudge.RowState a = new TargetJudge.RowState(2, new float[0], new float[0], new float[] {1.06f, -1.06f},
+                new float[0]);
+        for (int i = 0; i < TargetTolerance.TYPICAL_MIN_COMPARISONS - 1; i++) {
+            assertThat(j.state(0, "row 0", e, a)).isNull();
+        }
+        TargetJudge seven = new TargetJudge(TargetTolerance.BF16);
+        for (int i = 0; i < TargetTolerance.TYPICAL_MIN_COMPARISONS - 1; i++) {
+            seven.state(0, "row 0", e, a);
+        }
+        assertThat(seven.typical("the chain")).as("7 comparisons: too few to judge").isNull();
+        assertThat(seven.counts().nmse()).doesNotContainKey("median.keys");
+
+        assertThat(j.state(0, "row 0", e, a)).isNull();
+        TargetDivergence d = j.typical("the chain");
+        assertThat(d.kind()).isEqualTo(TargetDivergence.Kind.TYPICAL_NMSE);
+        assertThat(d.category()).isEqualTo(TargetDivergence.Category.TYPICAL);
+        assertThat(d.message()).startsWith("the chain: typical keys NMSE 0.00360 (the median of the chain's 8 "
+                + "comparisons) > 0.00100 bf16");
+        assertThat(j.counts().nmse().get("median.keys").total()).isEqualTo(1);
+
+        TargetJudge f32 = new TargetJudge(TargetTolerance.F32);
+        TargetJudge.RowState tiny = new TargetJudge.RowState(2, new float[0], new float[0], new float[] {1, -1},
+                new float[0]);
+        for (int i = 0; i < 8; i++) {
+            f32.state(0, "row 0", e, tiny);
+        }
+        assertThat(f32.typical("the chain")).as("f32 has no typical bound; its per-comparison bound is tight")
+                .isNull();
+    }
 }

@@ -9,21 +9,24 @@ import java.util.List;
 
 /**
  * A measurement, not part of the suite (run it by name: {@code -Dtest=TargetMutantCounts}): for every shipped target
- * mutant under {@code f32} and {@code bf16} (the profile taken by name), on the mutant's fixture, the chains the kit
- * needed to catch it (seed 7, up to {@code -Dchains=N}, 200 by default), the failing chain's length and its shrunk
- * length, and with {@code -Drate=N} how many of the fixture's first N chains fail (each run whole, not stopping);
- * for the loop mutant, the loop runs per declared policy. The dense mutants run on the wide-gain
- * {@code tiny-wide-target} too, and {@code MOE_NORM_TOPK_FLAG_IGNORED} on {@code tiny-moe-target}, where the flag is
- * true and the mutant is right: the reason for its fixture. Prints a Markdown table (conformance/SPEC.md's).
+ * mutant under {@code f32} and {@code bf16} (the profiles taken by name; {@code -Dprofiles=bf16} for one), on the
+ * mutant's fixture, the chains the kit needed to catch it (seed 7, up to {@code -Dchains=N}, 200 by default), the
+ * failing chain's length and its shrunk length, and with {@code -Drate=N} how many of the fixture's first N chains
+ * fail (each run whole, not stopping); for the loop mutant, the loop runs per declared policy. The dense mutants run
+ * on the wide-gain {@code tiny-wide-target} too, and {@code MOE_NORM_TOPK_FLAG_IGNORED} on {@code tiny-moe-target},
+ * where the flag is true and the mutant is right: the reason for its fixture. Prints a Markdown table
+ * (conformance/SPEC.md's).
  */
 class TargetMutantCounts {
     private static final int CHAINS = Integer.getInteger("chains", 200);
     private static final int LOOP_RUNS = 20;
     private static final int RATE = Integer.getInteger("rate", 0);
+    private static final String PROFILES = System.getProperty("profiles", "f32,bf16");
 
     @Test
     void measure() {
-        TargetTolerance[] profiles = {TargetTolerance.F32, TargetTolerance.named("bf16")};
+        TargetTolerance[] profiles = java.util.Arrays.stream(PROFILES.split(",")).map(String::trim)
+                .map(TargetTolerance::named).toArray(TargetTolerance[]::new);
         List<String> rows = new ArrayList<>();
         try (TargetMutantRuns runs = new TargetMutantRuns()) {
             for (TargetMutation m : TargetMutation.values()) {
