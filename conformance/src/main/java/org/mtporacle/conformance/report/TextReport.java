@@ -259,10 +259,15 @@ public final class TextReport {
 
     /**
      * The command that replays one failure's trace on the entry's own backend: a trace never chooses what runs, so
-     * the backend is named ({@code --backend}); the trace's options come with it.
+     * the backend is named ({@code --backend}), and so are the entry's options ({@code --option KEY=VALUE}, sorted):
+     * a profile's options ({@code mlx/f32}: {@code precision=f32}) are not in a target or loop trace, and a replay
+     * without them would run the backend's default profile under the trace's tolerance.
      */
     public static String replayCommand(ConformReport.Entry entry, String trace) {
-        return "mtp replay --backend " + shellWord(entry.backend()) + " " + shellWord(trace);
+        StringBuilder c = new StringBuilder("mtp replay --backend ").append(shellWord(entry.backend()));
+        new java.util.TreeMap<>(entry.options())
+                .forEach((k, v) -> c.append(" --option ").append(shellWord(k + "=" + v)));
+        return c.append(' ').append(shellWord(trace)).toString();
     }
 
     /** A word as a POSIX shell reads it back: bare when plain, else in single quotes. */

@@ -41,14 +41,15 @@ class ReportRenderingTest {
         assertThat(text).contains("FAILED mlx/native @ tiny: DRAFT_TOKEN at \"draft\": 1 failure\n"
                         + "  row 0 position 1")
                 .contains("at action 2 of 3 (draft depth=2 greedy seed=2), shrunk from 21 actions")
-                .contains("replay: mtp replay --backend mlx traces/ta.json").contains("x: unavailable, not run: library not found — set X")
+                .contains("replay: mtp replay --backend mlx --option precision=native traces/ta.json")
+                .contains("x: unavailable, not run: library not found — set X")
                 .contains("FAILED: 0 of 2 entries passed, 1 failed, 1 unavailable")
                 .contains("tolerance bf16: token gap 0.15, K/V NMSE 0.002, hidden NMSE 0.00001")
                 .contains("tolerance x-cuda: token gap 0.01, K/V NMSE 0.0005, hidden NMSE 0.0000025");
         String html = HtmlReport.render(r);
         assertThat(html).contains("bf16 (token gap 0.15, K/V NMSE 0.002, hidden NMSE 0.00001)")
                 .contains("&lt;gap&gt;").doesNotContain("<gap>").contains("<b>draft depth=2 greedy seed=2</b>")
-                .contains("replay: <code>mtp replay --backend mlx traces/ta.json</code>");
+                .contains("replay: <code>mtp replay --backend mlx --option precision=native traces/ta.json</code>");
     }
 
     @Test
@@ -308,6 +309,12 @@ class ReportRenderingTest {
                 "", Tolerance.F32, "", ConformReport.Status.FAILED, "", 1, 0, 1, ConformReport.Stats.none(), List.of());
         assertThat(TextReport.replayCommand(exec, "traces/it's.json"))
                 .isEqualTo("mtp replay --backend 'exec:python3 my engine.py' 'traces/it'\\''s.json'");
+        // a profile's options travel on the command line: a target trace does not carry them
+        ConformReport.Entry f32 = new ConformReport.Entry("mlx", "mlx/f32",
+                Map.of("precision", "f32", "moe", "per expert"), "tiny-moe-target", "", "", Tolerance.F32, "",
+                ConformReport.Status.FAILED, "", 1, 0, 1, ConformReport.Stats.none(), List.of());
+        assertThat(TextReport.replayCommand(f32, "t.json"))
+                .isEqualTo("mtp replay --backend mlx --option 'moe=per expert' --option precision=f32 t.json");
         ConformReport target = new ConformReport("t", "now", 3, 5, List.of("1/1"),
                 org.mtporacle.conformance.target.lockstep.TargetConform.CONTEXTS, List.of(),
                 new ConformReport.Plan(1, 30, List.of("reference"), List.of("tiny-target")), List.of());
