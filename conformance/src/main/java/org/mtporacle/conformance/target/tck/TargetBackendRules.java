@@ -16,7 +16,9 @@ public interface TargetBackendRules {
     /**
      * §13.3 (all of it, lockstep): random chains of append, prefill (some past a 64-token chunk), verify of width 1–7
      * with greedy-true or random drafts, commit with none/full/random/matched acceptance, filterRows, capture and bad
-     * calls. On failure: the shrunk chain and its trace file (format {@code mtp-oracle-target-chain} v1).
+     * calls; then, on the default fixture, a quarter as many on its wide-gain twin {@code tiny-wide-target} (norm gains
+     * spread as real checkpoints', where bf16 shows a q/k norm applied after RoPE). On failure: the shrunk chain and
+     * its trace file (format {@code mtp-oracle-target-chain} v1).
      */
     void stochastic_s13_3_randomChainsFollowTheReference();
 

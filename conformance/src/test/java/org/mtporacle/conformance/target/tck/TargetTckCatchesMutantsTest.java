@@ -15,6 +15,7 @@ import org.mtporacle.api.TargetModel;
 import org.mtporacle.conformance.mutants.Mutation;
 import org.mtporacle.conformance.mutants.SimpleBackend;
 import org.mtporacle.conformance.target.lockstep.SpeculativeLoopCheck;
+import org.mtporacle.conformance.target.lockstep.TargetTolerance;
 import org.mtporacle.conformance.target.mutants.SimpleTarget;
 import org.mtporacle.conformance.target.mutants.TargetMutation;
 import org.mtporacle.reference.target.SpeculativeDecoding.KvPolicy;
@@ -43,6 +44,7 @@ class TargetTckCatchesMutantsTest {
     private static final String COMMIT = "required_s13_3_commitKeepsAcceptedPlusOneTokens";
     private static final String ROLLBACK = "required_s13_3_rollbackEqualsNeverFeedingTheRejected";
     private static final String MOE = "optional_s12_moeTargetChainsFollowTheReference";
+    private static final String RANDOM = "stochastic_s13_3_randomChainsFollowTheReference";
 
     static Stream<Arguments> cases() {
         return Stream.of(
@@ -103,6 +105,30 @@ class TargetTckCatchesMutantsTest {
             assertThat(bad.failed().count()).isEqualTo(1);
         } finally {
             qwen35Only = false;
+            current = TargetMutation.NONE;
+        }
+    }
+
+    /**
+     * Under {@code bf16} a q/k norm applied after RoPE stays inside every bound on the narrow-gain default fixture
+     * (keys typical NMSE about 2e-4, where conforming bf16 engines reach 2e-4 too), and the §13.3 rule's wide-gain
+     * twin catches it: its keys' typical NMSE, 2e-3 or more, is over bf16's chain-level bound. The correct target
+     * passes the same rule under {@code bf16}.
+     */
+    @Test
+    void underBf16TheWideGainTwinCatchesAQkNormAfterRope() {
+        design = SimpleTarget.Rollback.SNAPSHOTS;
+        try {
+            current = TargetMutation.NONE;
+            Events ok = EngineTestKit.engine("junit-jupiter").selectors(selectMethod(Bf16Subject.class, RANDOM))
+                    .execute().testEvents();
+            assertThat(ok.succeeded().count()).as("%s", failures(ok)).isEqualTo(1);
+            current = TargetMutation.QK_NORM_AFTER_ROPE;
+            Events bad = EngineTestKit.engine("junit-jupiter").selectors(selectMethod(Bf16Subject.class, RANDOM))
+                    .execute().testEvents();
+            assertThat(failures(bad)).singleElement().asString().contains("wide-gain twin tiny-wide-target")
+                    .contains("typical keys NMSE");
+        } finally {
             current = TargetMutation.NONE;
         }
     }
@@ -181,6 +207,14 @@ class TargetTckCatchesMutantsTest {
         @Override
         protected Path fixtureCache() {
             return Path.of("target", "fixture-cache");
+        }
+    }
+
+    /** {@link Subject} held to {@code bf16}; run only through the engine test kit. */
+    static class Bf16Subject extends Subject {
+        @Override
+        protected TargetTolerance tolerance() {
+            return TargetTolerance.BF16;
         }
     }
 }
