@@ -61,10 +61,12 @@ public final class TraceFiles {
         }
         Map<String, String> options = StrictJson.stringMap(root, "backendOptions", where);
         for (Map.Entry<String, String> e : options.entrySet()) {
-            if (e.getKey().isEmpty() || e.getKey().length() > MAX_OPTION_LENGTH
-                    || e.getValue().length() > MAX_OPTION_LENGTH) {
+            if (e.getKey().isEmpty()) {
+                throw MtpException.malformedFile(where + ": 'backendOptions' has an empty key");
+            }
+            if (e.getKey().length() > MAX_OPTION_LENGTH || e.getValue().length() > MAX_OPTION_LENGTH) {
                 throw MtpException.malformedFile(where + ": 'backendOptions." + UntrustedText.clip(e.getKey())
-                        + "' has an empty key or a key or value longer than " + MAX_OPTION_LENGTH + " characters");
+                        + "': the key or its value is longer than " + MAX_OPTION_LENGTH + " characters");
             }
         }
         return options;
