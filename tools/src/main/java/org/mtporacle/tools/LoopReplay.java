@@ -25,7 +25,8 @@ import java.util.Map;
 
 /**
  * {@code mtp replay} of a loop chain trace ({@code mtp-oracle-loop-chain}): the backend's target and drafter in loop
- * lockstep with the reference's on the trace's fixture, under the trace's profile, tap and drafter KV policy.
+ * lockstep with the reference's on the trace's fixture, under the trace's profile, tap and drafter KV policy, both
+ * loaded with {@code options} (the trace's backend options unless {@code --option} replaced them).
  */
 final class LoopReplay {
     private LoopReplay() {
@@ -53,7 +54,7 @@ final class LoopReplay {
         KvPolicy policy = KvPolicy.of(t.kv());
         System.out.printf("replaying loop trace %s: %d actions, backend %s %s, fixture %s (target %s), tolerance %s, "
                 + "tap %s, drafter KV %s%n", UntrustedText.path(trace), t.actions().size(), UntrustedText.clip(b.name()),
-                UntrustedText.clip(options.toString()), UntrustedText.clip(t.fixture()),
+                UntrustedText.clip(new java.util.TreeMap<>(options).toString()), UntrustedText.clip(t.fixture()),
                 UntrustedText.digestPrefix(model.identity()), tol.name(), tap.label(), policy.label());
         Kernels kernels = new Kernels(ReferenceBackend.configuredMode(), 1);
         try (ReferenceTarget oracleTarget = new ReferenceTarget(model, kernels);

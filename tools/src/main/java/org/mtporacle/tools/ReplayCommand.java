@@ -93,7 +93,8 @@ final class ReplayCommand implements Callable<Integer> {
         }
         if (LoopTraceFiles.isLoopTrace(trace)) {
             LoopChainTrace t = LoopTraceFiles.read(trace);
-            return LoopReplay.run(trace, t, subjectBackend(t.backend()), backend.options);
+            return LoopReplay.run(trace, t, subjectBackend(t.backend()),
+                    backend.options.isEmpty() ? t.backendOptions() : backend.options);
         }
         ChainTrace t = TraceFiles.read(trace);
         MtpBackend b = inRecordedDirectory(subjectBackend(t.backend()), t);
@@ -111,7 +112,8 @@ final class ReplayCommand implements Callable<Integer> {
         Tolerance tol = t.tolerance();
         System.out.printf("replaying %s: %d actions (shrunk from %d), backend %s %s, fixture %s, tolerance %s%n"
                         + "contexts: %s%n", UntrustedText.path(trace), t.actions().size(), t.originalLength(),
-                UntrustedText.clip(b.name()), UntrustedText.clip(options.toString()), UntrustedText.clip(t.fixture()),
+                UntrustedText.clip(b.name()), UntrustedText.clip(new java.util.TreeMap<>(options).toString()),
+                UntrustedText.clip(t.fixture()),
                 UntrustedText.clip(tol.describe()), UntrustedText.clip(t.contexts().describe()));
         try (ReferenceDraftModel oracle = ReferenceBackend.load(model, ReferenceBackend.configuredMode(), 1);
              ReferenceTarget target = t.contexts().tap() == null ? null
@@ -158,7 +160,8 @@ final class ReplayCommand implements Callable<Integer> {
 
     /**
      * A target chain trace ({@code mtp-oracle-target-chain}): the backend's target ({@link MtpBackend#loadTarget}) in
-     * lockstep with the reference target on the trace's fixture, under the trace's profile read for the target.
+     * lockstep with the reference target on the trace's fixture, under the trace's profile read for the target,
+     * loaded with the trace's backend options unless {@code --option} replaces them.
      */
     private int replayTarget(TargetChainTrace t) {
         MtpBackend b = subjectBackend(t.backend());
@@ -166,7 +169,7 @@ final class ReplayCommand implements Callable<Integer> {
             throw new MtpException(MtpException.Kind.UNAVAILABLE, "replay: " + trace + " is a target trace, but "
                     + "backend " + UntrustedText.quote(b.name()) + " runs the drafter only (no hybrid target)");
         }
-        Map<String, String> options = backend.options;
+        Map<String, String> options = backend.options.isEmpty() ? t.backendOptions() : backend.options;
         FixtureRecipe fx = FixtureRecipe.named(t.fixture());
         TargetModel model = fx.loadTarget(FixtureRecipe.defaultCache());
         if (!t.modelIdentity().isEmpty() && !t.modelIdentity().equals(model.identity())) {
@@ -177,7 +180,7 @@ final class ReplayCommand implements Callable<Integer> {
         TargetTolerance tol = TargetTolerance.named(t.tolerance());
         System.out.printf("replaying target trace %s: %d actions, backend %s %s, fixture %s, tolerance %s%n",
                 UntrustedText.path(trace), t.actions().size(), UntrustedText.clip(b.name()),
-                UntrustedText.clip(options.toString()), UntrustedText.clip(t.fixture()),
+                UntrustedText.clip(new java.util.TreeMap<>(options).toString()), UntrustedText.clip(t.fixture()),
                 UntrustedText.clip(tol.describe()));
         try (ReferenceTarget oracle = new ReferenceTarget(model, new Kernels(ReferenceBackend.configuredMode(), 1));
              LoadedTarget subject = b.loadTarget(model, options)) {

@@ -2,6 +2,9 @@ package org.mtporacle.tools;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.mtporacle.conformance.loop.chain.LoopAction;
+import org.mtporacle.conformance.loop.trace.LoopChainTrace;
+import org.mtporacle.conformance.loop.trace.LoopTraceFiles;
 import org.mtporacle.conformance.target.chain.TargetAction;
 import org.mtporacle.conformance.target.trace.TargetChainTrace;
 import org.mtporacle.conformance.target.trace.TargetTraceFiles;
@@ -9,6 +12,7 @@ import org.mtporacle.conformance.target.trace.TargetTraceFiles;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -16,7 +20,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * {@code mtp replay} recognises a target chain trace and replays it against the named backend's target: the
  * reference passes its own chain; the reference on its scalar kernels, held to {@code exact} against the vector
  * oracle, diverges at the first output (different accumulation order, a non-zero NMSE); a backend without a target, a
- * missing {@code --backend} and an unreadable action are one-line refusals.
+ * missing {@code --backend} and an unreadable action are one-line refusals. A trace recorded with backend options
+ * (a profile's) replays with them unless {@code --option} replaces them, and a loop trace does the same.
  */
 class TargetReplayCommandTest {
     @TempDir
@@ -60,5 +65,35 @@ class TargetReplayCommandTest {
         Cli bad = Cli.run("replay", t.toString(), "--backend", "reference");
         assertThat(bad.exit()).isEqualTo(3);
         assertThat(bad.out()).contains("action 3").contains("cannot be read").doesNotContain("at org.");
+    }
+
+    /** The reference loaded with the trace's {@code mode=scalar}, held to exact: it diverges, as it was recorded. */
+    @Test
+    void aTargetTraceRecordedWithOptionsReplaysWithThemUnlessOptionReplacesThem() {
+        Path t = dir.resolve("target-scalar.json");
+        TargetTraceFiles.write(t, new TargetChainTrace("tiny-target", "reference", Map.of("mode", "scalar"), "exact",
+                "dk_dv/K-1", 5, List.of(new TargetAction.Append(List.of(-1, -1)), new TargetAction.Prefill(6, 1),
+                new TargetAction.Verify(3, 2, 50)), "TOKEN", 1, 0, -1, "recorded", ""));
+        Cli recorded = Cli.run("replay", t.toString(), "--backend", "reference");
+        assertThat(recorded.exit()).as(recorded.out()).isEqualTo(1);
+        assertThat(recorded.out()).contains("backend reference {mode=scalar}").contains("diverged at action 1");
+        Cli replaced = Cli.run("replay", t.toString(), "--backend", "reference", "--option", "mode=vector");
+        assertThat(replaced.exit()).as(replaced.out()).isEqualTo(0);
+        assertThat(replaced.out()).contains("backend reference {mode=vector}").contains("passed");
+    }
+
+    @Test
+    void aLoopTraceRecordedWithOptionsReplaysWithThemUnlessOptionReplacesThem() {
+        Path t = dir.resolve("loop-scalar.json");
+        LoopTraceFiles.write(t, new LoopChainTrace("tiny-target", "reference", Map.of("mode", "scalar"), "exact",
+                "pre", "keep", 5, List.of(new LoopAction.Join(List.of(-1, -1)), new LoopAction.Prefill(6, 1),
+                new LoopAction.Draft(2), new LoopAction.Verify(), new LoopAction.Commit(TargetAction.Acceptance.RANDOM,
+                3)), "target", "TOKEN", 1, 0, -1, "recorded", ""));
+        Cli recorded = Cli.run("replay", t.toString(), "--backend", "reference");
+        assertThat(recorded.out()).contains("replaying loop trace").contains("backend reference {mode=scalar}");
+        assertThat(recorded.exit()).as(recorded.out()).isEqualTo(1);
+        Cli replaced = Cli.run("replay", t.toString(), "--backend", "reference", "--option", "mode=vector");
+        assertThat(replaced.out()).contains("backend reference {mode=vector}");
+        assertThat(replaced.exit()).as(replaced.out()).isEqualTo(0);
     }
 }

@@ -260,8 +260,9 @@ public final class TextReport {
     /**
      * The command that replays one failure's trace on the entry's own backend: a trace never chooses what runs, so
      * the backend is named ({@code --backend}), and so are the entry's options ({@code --option KEY=VALUE}, sorted):
-     * a profile's options ({@code mlx/f32}: {@code precision=f32}) are not in a target or loop trace, and a replay
-     * without them would run the backend's default profile under the trace's tolerance.
+     * a profile's options ({@code mlx/f32}: {@code precision=f32}) are in the trace ({@code backendOptions}), but
+     * target and loop traces written before they were recorded lack them, and a replay without them would run the
+     * backend's default profile under the trace's tolerance; the line says what runs either way.
      */
     public static String replayCommand(ConformReport.Entry entry, String trace) {
         StringBuilder c = new StringBuilder("mtp replay --backend ").append(shellWord(entry.backend()));

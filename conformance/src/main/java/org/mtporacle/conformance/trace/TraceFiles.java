@@ -40,8 +40,36 @@ public final class TraceFiles {
     public static final int MAX_PREFILL = 4096;
     /** The most (token, cached position) pairs a replay may compute: about 2^27 (seconds on the fixtures). */
     public static final long MAX_WORK = 1L << 27;
+    /** At most this many backend options (a profile has a handful). */
+    public static final int MAX_OPTIONS = 64;
+    /** The longest backend option key or value, in characters. */
+    public static final int MAX_OPTION_LENGTH = 1024;
 
     private TraceFiles() {
+    }
+
+    /**
+     * The optional {@code backendOptions} object of a trace (drafter, target or loop): strings only, at most {@value
+     * #MAX_OPTIONS} entries, keys and values at most {@value #MAX_OPTION_LENGTH} characters; empty when absent or
+     * null. Anything else is MALFORMED_FILE naming the field ({@code where} names the file).
+     */
+    public static Map<String, String> backendOptions(JsonNode root, String where) {
+        JsonNode v = root.get("backendOptions");
+        if (v != null && v.isObject() && v.size() > MAX_OPTIONS) {
+            throw MtpException.malformedFile(where + ": 'backendOptions' has " + v.size() + " entries, at most "
+                    + MAX_OPTIONS);
+        }
+        Map<String, String> options = StrictJson.stringMap(root, "backendOptions", where);
+        for (Map.Entry<String, String> e : options.entrySet()) {
+            if (e.getKey().isEmpty()) {
+                throw MtpException.malformedFile(where + ": 'backendOptions' has an empty key");
+            }
+            if (e.getKey().length() > MAX_OPTION_LENGTH || e.getValue().length() > MAX_OPTION_LENGTH) {
+                throw MtpException.malformedFile(where + ": 'backendOptions." + UntrustedText.clip(e.getKey())
+                        + "': the key or its value is longer than " + MAX_OPTION_LENGTH + " characters");
+            }
+        }
+        return options;
     }
 
     public static void write(ChainTrace t, Path file) throws IOException {
@@ -99,7 +127,7 @@ public final class TraceFiles {
             actions.add(fromJson(arr.get(i), where + ": actions[" + i + "]"));
         }
         checkWork(actions, where);
-        Map<String, String> options = new LinkedHashMap<>(StrictJson.stringMap(root, "backendOptions", where));
+        Map<String, String> options = new LinkedHashMap<>(backendOptions(root, where));
         Divergence div = null;
         JsonNode d = root.get("divergence");
         if (d != null && !d.isNull()) {

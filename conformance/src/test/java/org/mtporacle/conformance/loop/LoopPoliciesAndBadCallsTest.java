@@ -26,6 +26,7 @@ import org.mtporacle.reference.target.SpeculativeDecoding.KvPolicy;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -118,7 +119,8 @@ class LoopPoliciesAndBadCallsTest {
         LoopLockstep loop = new LoopLockstep(oracleTarget, oracleDrafter, fused.target, fused.drafter, Tolerance.F32,
                 HiddenTap.POST_NORM, declared);
         LoopCampaign.Result r = LoopCampaign.run(new LoopCampaign.Settings("tiny-target", "fused-"
-                + bug.name().toLowerCase(), MAX_CHAINS, 7, LoopChainGenerator.Limits.defaults(), traces, 400), loop);
+                + bug.name().toLowerCase(), Map.of("precision", "f32"), MAX_CHAINS, 7,
+                LoopChainGenerator.Limits.defaults(), traces, 400), loop);
         assertThat(r.failure()).as("caught within %d chains", MAX_CHAINS).isNotNull();
         LoopCampaign.Failure f = r.failure();
         assertThat(f.divergence().group()).isEqualTo(group);
@@ -126,6 +128,8 @@ class LoopPoliciesAndBadCallsTest {
         LoopChainTrace trace = LoopTraceFiles.read(f.trace());
         assertThat(trace.actions()).isEqualTo(f.shrunk());
         assertThat(trace.kv()).isEqualTo(declared.label());
+        assertThat(trace.backendOptions()).as("the trace records the campaign's backend options")
+                .containsExactlyEntriesOf(Map.of("precision", "f32"));
         LoopChainOutcome replay = loop.run(trace.seed(), trace.actions());
         assertThat(replay.passed()).as("the trace replays to a failure").isFalse();
         assertThat(replay.divergence().shrinkKey()).isEqualTo(f.divergence().shrinkKey());

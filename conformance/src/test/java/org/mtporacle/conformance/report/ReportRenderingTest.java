@@ -309,7 +309,7 @@ class ReportRenderingTest {
                 "", Tolerance.F32, "", ConformReport.Status.FAILED, "", 1, 0, 1, ConformReport.Stats.none(), List.of());
         assertThat(TextReport.replayCommand(exec, "traces/it's.json"))
                 .isEqualTo("mtp replay --backend 'exec:python3 my engine.py' 'traces/it'\\''s.json'");
-        // a profile's options travel on the command line: a target trace does not carry them
+        // a profile's options travel on the command line too (older target traces do not carry them)
         ConformReport.Entry f32 = new ConformReport.Entry("mlx", "mlx/f32",
                 Map.of("precision", "f32", "moe", "per expert"), "tiny-moe-target", "", "", Tolerance.F32, "",
                 ConformReport.Status.FAILED, "", 1, 0, 1, ConformReport.Stats.none(), List.of());

@@ -12,6 +12,7 @@ import org.mtporacle.conformance.target.lockstep.TargetCampaign;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.function.ObjIntConsumer;
 
 /**
@@ -26,14 +27,24 @@ public final class LoopCampaign {
     /**
      * @param fixture        the fixture's name (it also seeds the chains)
      * @param backend        the backend's name, for traces
+     * @param backendOptions the options the backend was loaded with (a profile's), for traces
      * @param chains         how many chains at most
      * @param seed           the campaign seed
      * @param limits         the generator's limits
      * @param traces         where failure traces go, or null for none
      * @param shrinkAttempts the shrinker's budget
      */
-    public record Settings(String fixture, String backend, int chains, long seed, LoopChainGenerator.Limits limits,
-                           Path traces, int shrinkAttempts) {
+    public record Settings(String fixture, String backend, Map<String, String> backendOptions, int chains, long seed,
+                           LoopChainGenerator.Limits limits, Path traces, int shrinkAttempts) {
+        public Settings {
+            backendOptions = backendOptions == null ? Map.of() : Map.copyOf(backendOptions);
+        }
+
+        /** Settings for a backend loaded without options. */
+        public Settings(String fixture, String backend, int chains, long seed, LoopChainGenerator.Limits limits,
+                        Path traces, int shrinkAttempts) {
+            this(fixture, backend, Map.of(), chains, seed, limits, traces, shrinkAttempts);
+        }
     }
 
     /** A failure: the chain that showed it, shrunk, and its trace. */
@@ -86,9 +97,10 @@ public final class LoopCampaign {
         Path trace = null;
         if (s.traces() != null) {
             trace = s.traces().resolve("loop-chain-" + Long.toUnsignedString(failed.seed(), 16) + ".json");
-            LoopTraceFiles.write(trace, new LoopChainTrace(s.fixture(), s.backend(), lockstep.tolerance().name(),
-                    lockstep.tap().label(), lockstep.policy().label(), failed.seed(), shrunk, d.group(), d.kind(), d.actionIndex(), d.row(),
-                    d.position(), d.message(), lockstep.oracle().model().identity()));
+            LoopTraceFiles.write(trace, new LoopChainTrace(s.fixture(), s.backend(), s.backendOptions(),
+                    lockstep.tolerance().name(), lockstep.tap().label(), lockstep.policy().label(), failed.seed(),
+                    shrunk, d.group(), d.kind(), d.actionIndex(), d.row(), d.position(), d.message(),
+                    lockstep.oracle().model().identity()));
         }
         return new Failure(failed.seed(), chainsRun, failed.chain().size(), new ArrayList<>(shrunk), d,
                 shrinker.attempts(), trace);

@@ -126,8 +126,8 @@ public final class LoopConform {
         try (LoadedTarget t = target; DraftModel d = drafter) {
             LoopLockstep lockstep = new LoopLockstep(oracleTarget, oracleDrafter, t, d, p.tolerance(), o.tap(),
                     o.policy());
-            LoopCampaign.Settings s = new LoopCampaign.Settings(fx.name(), b.name(), o.chains(), o.seed(), limits(o),
-                    o.reportDir() == null ? null : o.reportDir().resolve("traces"), 400);
+            LoopCampaign.Settings s = new LoopCampaign.Settings(fx.name(), b.name(), p.options(), o.chains(),
+                    o.seed(), limits(o), o.reportDir() == null ? null : o.reportDir().resolve("traces"), 400);
             LoopCampaign.Result r = LoopCampaign.run(s, lockstep, (passed, done) -> listener.chainDone(done,
                     o.chains(), passed));
             LoopCampaign.Failure f = r.failure();

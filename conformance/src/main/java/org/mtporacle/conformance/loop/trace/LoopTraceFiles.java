@@ -11,6 +11,7 @@ import org.mtporacle.conformance.chain.BadCall;
 import org.mtporacle.conformance.loop.chain.LoopAction;
 import org.mtporacle.conformance.target.chain.TargetAction.Acceptance;
 import org.mtporacle.conformance.target.chain.TargetBadCall;
+import org.mtporacle.conformance.trace.TraceFiles;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -18,11 +19,14 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.TreeMap;
 import java.util.Locale;
 
 /**
  * Reads and writes loop chain traces: one JSON object, {@code "format": "mtp-oracle-loop-chain"}, {@code "version":
- * 2}, then {@code fixture, backend, tolerance, tap} ({@code pre} or {@code post}), {@code kv} ({@code keep} or
+ * 2}, then {@code fixture, backend}, {@code backendOptions} (an object of strings, the backend's load options, such
+ * as a profile's {@code precision: f32}; absent in older traces of either version, read as none), {@code tolerance,
+ * tap} ({@code pre} or {@code post}), {@code kv} ({@code keep} or
  * {@code rebuild}, the declared drafter KV policy), {@code seed}, {@code actions} (each an object with {@code op} =
  * join | leave | prefill | draft | verify | commit | capture | bad and its fields: {@code slots}; {@code seed,
  * keepAll}; {@code length, seed}; {@code depth}; none; {@code acceptance, seed}; {@code seed}; {@code group} ({@code
@@ -50,6 +54,8 @@ public final class LoopTraceFiles {
         root.put("version", VERSION);
         root.put("fixture", t.fixture());
         root.put("backend", t.backend());
+        ObjectNode options = root.putObject("backendOptions");
+        new TreeMap<>(t.backendOptions()).forEach(options::put);
         root.put("tolerance", t.tolerance());
         root.put("tap", t.tap());
         root.put("kv", t.kv());
@@ -122,6 +128,7 @@ public final class LoopTraceFiles {
         JsonNode d = root.path("divergence");
         boolean none = d.isNull() || d.isMissingNode();
         return new LoopChainTrace(root.path("fixture").asText(), root.path("backend").asText(),
+                TraceFiles.backendOptions(root, "loop trace " + UntrustedText.path(file)),
                 root.path("tolerance").asText(), tap, kv, root.path("seed").asLong(), actions,
                 none ? null : d.path("group").asText(), none ? null : d.path("kind").asText(),
                 none ? -1 : d.path("action").asInt(), none ? -1 : d.path("row").asInt(),

@@ -10,6 +10,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 /**
  * Runs many target chains in lockstep and shrinks the first failure to a short chain written as a replayable trace.
@@ -23,14 +24,24 @@ public final class TargetCampaign {
     /**
      * @param fixture        the fixture's name (it also seeds the chains)
      * @param backend        the backend's name, for traces
+     * @param backendOptions the options the backend was loaded with (a profile's), for traces
      * @param chains         how many chains at most
      * @param seed           the campaign seed
      * @param limits         the generator's limits
      * @param traces         where failure traces go, or null for none
      * @param shrinkAttempts the shrinker's budget
      */
-    public record Settings(String fixture, String backend, int chains, long seed, TargetChainGenerator.Limits limits,
-                           Path traces, int shrinkAttempts) {
+    public record Settings(String fixture, String backend, Map<String, String> backendOptions, int chains, long seed,
+                           TargetChainGenerator.Limits limits, Path traces, int shrinkAttempts) {
+        public Settings {
+            backendOptions = backendOptions == null ? Map.of() : Map.copyOf(backendOptions);
+        }
+
+        /** Settings for a backend loaded without options. */
+        public Settings(String fixture, String backend, int chains, long seed, TargetChainGenerator.Limits limits,
+                        Path traces, int shrinkAttempts) {
+            this(fixture, backend, Map.of(), chains, seed, limits, traces, shrinkAttempts);
+        }
     }
 
     /** A failure: the chain that showed it, shrunk, and its trace. */
@@ -107,7 +118,7 @@ public final class TargetCampaign {
         Path trace = null;
         if (s.traces() != null) {
             trace = s.traces().resolve("target-chain-" + Long.toUnsignedString(failed.seed(), 16) + ".json");
-            TargetTraceFiles.write(trace, new TargetChainTrace(s.fixture(), s.backend(),
+            TargetTraceFiles.write(trace, new TargetChainTrace(s.fixture(), s.backend(), s.backendOptions(),
                     lockstep.tolerance().name(), "declared by the backend", failed.seed(), shrunk, d.kind().name(),
                     d.actionIndex(), d.row(), d.position(), d.message(), lockstep.oracle().model().identity()));
         }

@@ -134,8 +134,8 @@ public final class TargetConform {
             TargetChainGenerator.Limits d = TargetChainGenerator.Limits.defaults();
             TargetChainGenerator.Limits limits = o.maxActions() > 0 ? new TargetChainGenerator.Limits(o.maxActions(),
                     d.maxRows(), d.maxDepth(), d.maxPrefill(), d.longPrefill(), d.badRate()) : d;
-            TargetCampaign.Settings s = new TargetCampaign.Settings(fx.name(), b.name(), o.chains(), o.seed(), limits,
-                    o.reportDir() == null ? null : o.reportDir().resolve("traces"), 400);
+            TargetCampaign.Settings s = new TargetCampaign.Settings(fx.name(), b.name(), p.options(), o.chains(),
+                    o.seed(), limits, o.reportDir() == null ? null : o.reportDir().resolve("traces"), 400);
             TargetLockstep lockstep = new TargetLockstep(oracle, subject, target);
             TargetChainGenerator gen = new TargetChainGenerator(limits);
             TargetJudge.Counts counts = new TargetJudge.Counts(0, 0, 0, 0, 0);

@@ -5,8 +5,10 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.mtporacle.api.MtpException;
+import org.mtporacle.api.UntrustedText;
 import org.mtporacle.conformance.target.chain.TargetAction;
 import org.mtporacle.conformance.target.chain.TargetBadCall;
+import org.mtporacle.conformance.trace.TraceFiles;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -14,10 +16,13 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.TreeMap;
 
 /**
  * Reads and writes target chain traces: one JSON object, {@code "format": "mtp-oracle-target-chain"}, {@code
- * "version": 1}, then {@code fixture, backend, tolerance, stateLayout, seed}, {@code actions} (each an object with
+ * "version": 1}, then {@code fixture, backend}, {@code backendOptions} (an object of strings, the backend's load
+ * options, such as a profile's {@code precision: f32}; absent in older traces, read as none), {@code tolerance,
+ * stateLayout, seed}, {@code actions} (each an object with
  * {@code op} = append | filterRows | prefill | verify | commit | capture | bad and the action's fields: {@code slots};
  * {@code seed, keepAll}; {@code length, seed}; {@code depth, seed, truePercent}; {@code acceptance, seed}; {@code
  * seed}; {@code call, seed}) and {@code divergence} ({@code kind, action, row, position, message}, or null), and
@@ -38,6 +43,8 @@ public final class TargetTraceFiles {
         root.put("version", VERSION);
         root.put("fixture", t.fixture());
         root.put("backend", t.backend());
+        ObjectNode options = root.putObject("backendOptions");
+        new TreeMap<>(t.backendOptions()).forEach(options::put);
         root.put("tolerance", t.tolerance());
         root.put("stateLayout", t.stateLayout());
         root.put("seed", t.seed());
@@ -94,6 +101,7 @@ public final class TargetTraceFiles {
         JsonNode d = root.path("divergence");
         boolean none = d.isNull() || d.isMissingNode();
         return new TargetChainTrace(root.path("fixture").asText(), root.path("backend").asText(),
+                TraceFiles.backendOptions(root, "target trace " + UntrustedText.path(file)),
                 root.path("tolerance").asText(), root.path("stateLayout").asText(), root.path("seed").asLong(),
                 actions, none ? null : d.path("kind").asText(), none ? -1 : d.path("action").asInt(),
                 none ? -1 : d.path("row").asInt(), none ? -1 : d.path("position").asInt(),

@@ -11,13 +11,15 @@ import org.mtporacle.conformance.target.chain.TargetBadCall;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
- * Loop chain traces: every action (bad calls too) and the KV policy survive a round trip; version 1 still reads;
- * another format or version, a bad tap or policy, or a bad field is refused.
+ * Loop chain traces: every action (bad calls too), the KV policy and the backend's options survive a round trip;
+ * version 1 and a version 2 trace without options still read (no options); another format or version, a bad tap or
+ * policy, malformed options, or a bad field is refused.
  */
 class LoopTraceFilesTest {
     @TempDir
@@ -60,6 +62,7 @@ class LoopTraceFilesTest {
                 + "\"divergence\":null}");
         LoopChainTrace t = LoopTraceFiles.read(f);
         assertThat(t.kv()).isEqualTo("keep");
+        assertThat(t.backendOptions()).isEmpty();
         assertThat(t.actions()).containsExactly(new LoopAction.Join(List.of(-1)), new LoopAction.Prefill(2, 4));
         Files.writeString(f, "{\"format\":\"mtp-oracle-loop-chain\",\"version\":1,\"tap\":\"pre\",\"actions\":"
                 + "[{\"op\":\"bad\",\"group\":\"target\",\"call\":\"VERIFY_COLD_ROW\",\"seed\":1}]}");
@@ -88,5 +91,43 @@ class LoopTraceFilesTest {
                 + "[{\"op\":\"draft\",\"depth\":1000000}]}");
         assertThatThrownBy(() -> LoopTraceFiles.read(f)).isInstanceOf(MtpException.class)
                 .hasMessageContaining("action 0").hasMessageContaining("'depth' = 1000000");
+    }
+
+    @Test
+    void theBackendOptionsRoundTripAndAVersion2TraceWithoutThemReadsAsNone() throws Exception {
+        List<LoopAction> actions = List.of(new LoopAction.Join(List.of(-1)), new LoopAction.Prefill(2, 1),
+                new LoopAction.Draft(1), new LoopAction.Verify());
+        LoopChainTrace t = new LoopChainTrace("tiny-target", "mlx", Map.of("precision", "f32"), "f32", "pre", "keep",
+                5, actions, "target", "ROUTER", 3, 0, 2, "row 0: router gap", "abc");
+        Path f = dir.resolve("options.json");
+        LoopTraceFiles.write(f, t);
+        assertThat(Files.readString(f)).contains("\"backendOptions\"").contains("\"precision\" : \"f32\"");
+        assertThat(LoopTraceFiles.read(f)).isEqualTo(t);
+        assertThat(LoopTraceFiles.read(f).backendOptions()).containsExactlyEntriesOf(Map.of("precision", "f32"));
+
+        Files.writeString(f, "{\"format\":\"mtp-oracle-loop-chain\",\"version\":2,\"fixture\":\"tiny-target\","
+                + "\"backend\":\"mlx\",\"tolerance\":\"f32\",\"tap\":\"post\",\"kv\":\"keep\",\"seed\":3,"
+                + "\"actions\":[{\"op\":\"join\",\"slots\":[-1]}],\"divergence\":null}");
+        LoopChainTrace old = LoopTraceFiles.read(f);
+        assertThat(old.backendOptions()).isEmpty();
+        assertThat(old.actions()).containsExactly(new LoopAction.Join(List.of(-1)));
+    }
+
+    @Test
+    void malformedBackendOptionsAreRefusedInOneLineNamingTheField() throws Exception {
+        Path f = dir.resolve("bad.json");
+        String head = "{\"format\":\"mtp-oracle-loop-chain\",\"version\":2,\"tap\":\"pre\",\"kv\":\"keep\","
+                + "\"actions\":[],";
+        Files.writeString(f, head + "\"backendOptions\":{\"precision\":{\"bits\":32}}}");
+        assertThatThrownBy(() -> LoopTraceFiles.read(f)).isInstanceOf(MtpException.class)
+                .satisfies(e -> assertThat(((MtpException) e).kind()).isEqualTo(MtpException.Kind.MALFORMED_FILE))
+                .hasMessageContaining("loop trace").hasMessageContaining("'backendOptions.precision'")
+                .hasMessageContaining("expected a string").hasMessageNotContaining("\n");
+        Files.writeString(f, head + "\"backendOptions\":\"precision=f32\"}");
+        assertThatThrownBy(() -> LoopTraceFiles.read(f)).isInstanceOf(MtpException.class)
+                .hasMessageContaining("'backendOptions' must be an object of strings");
+        Files.writeString(f, head + "\"backendOptions\":{\"\":\"f32\"}}");
+        assertThatThrownBy(() -> LoopTraceFiles.read(f)).isInstanceOf(MtpException.class)
+                .hasMessageContaining("'backendOptions' has an empty key");
     }
 }

@@ -18,6 +18,7 @@ import org.mtporacle.reference.target.ReferenceTarget;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -82,13 +83,15 @@ class TargetRouterChoicesTest {
             assertThat(d.position()).isGreaterThanOrEqualTo(0);
             assertThat(r.failure().shrunk().size()).isLessThanOrEqualTo(10);
             var replay = TargetTraceFiles.read(r.failure().trace());
+            assertThat(replay.backendOptions()).as("the trace records the campaign's backend options")
+                .containsExactlyEntriesOf(Map.of("precision", "f32"));
             assertThat(lockstep.run(replay.seed(), replay.actions()).divergence().kind())
                     .isEqualTo(TargetDivergence.Kind.ROUTER);
         }
     }
 
     private static TargetCampaign.Settings settings(int chains, Path traces) {
-        return new TargetCampaign.Settings(FIXTURE, "router-mutant", chains, SEED,
+        return new TargetCampaign.Settings(FIXTURE, "router-mutant", Map.of("precision", "f32"), chains, SEED,
                 TargetChainGenerator.Limits.defaults(), traces, 300);
     }
 }

@@ -10,11 +10,15 @@ import org.mtporacle.conformance.target.chain.TargetChainGenerator;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-/** Target chain traces round-trip every action exactly, and a reader refuses another format or version. */
+/**
+ * Target chain traces round-trip every action and the backend's options exactly; a trace without options (written
+ * before they were recorded) reads as none; a reader refuses another format or version, and malformed options.
+ */
 class TargetTraceFilesTest {
     @TempDir
     Path tmp;
@@ -51,5 +55,53 @@ class TargetTraceFilesTest {
         Files.writeString(f, "{\"format\": \"mtp-oracle-chain\", \"version\": 1}");
         assertThatThrownBy(() -> TargetTraceFiles.read(f)).isInstanceOf(MtpException.class)
                 .hasMessageContaining("format 'mtp-oracle-chain'");
+    }
+
+    @Test
+    void theBackendOptionsRoundTripAndAnOlderTraceWithoutThemReadsAsNone() throws Exception {
+        List<TargetAction> chain = List.of(new TargetAction.Append(List.of(-1)), new TargetAction.Prefill(3, 2));
+        TargetChainTrace t = new TargetChainTrace("tiny-target", "mlx", Map.of("precision", "f32", "moe", "gather"),
+                "f32", "declared by the backend", 9, chain, "ROUTER", 1, 0, 2, "row 0: router gap", "abc");
+        Path f = tmp.resolve("options.json");
+        TargetTraceFiles.write(f, t);
+        assertThat(Files.readString(f)).contains("\"backendOptions\"").contains("\"precision\" : \"f32\"");
+        TargetChainTrace back = TargetTraceFiles.read(f);
+        assertThat(back).isEqualTo(t);
+        assertThat(back.backendOptions()).containsExactlyInAnyOrderEntriesOf(Map.of("precision", "f32", "moe",
+                "gather"));
+
+        Path old = tmp.resolve("older.json");
+        Files.writeString(old, "{\"format\": \"mtp-oracle-target-chain\", \"version\": 1, \"fixture\": "
+                + "\"tiny-target\", \"backend\": \"mlx\", \"tolerance\": \"f32\", \"stateLayout\": \"x\", "
+                + "\"seed\": 4, \"actions\": [{\"op\": \"prefill\", \"length\": 2, \"seed\": 1}], "
+                + "\"divergence\": null}");
+        TargetChainTrace o = TargetTraceFiles.read(old);
+        assertThat(o.backendOptions()).isEmpty();
+        assertThat(o.actions()).containsExactly(new TargetAction.Prefill(2, 1));
+    }
+
+    @Test
+    void malformedBackendOptionsAreRefusedInOneLineNamingTheField() throws Exception {
+        String head = "{\"format\": \"mtp-oracle-target-chain\", \"version\": 1, \"actions\": [], ";
+        Path f = tmp.resolve("bad.json");
+        Files.writeString(f, head + "\"backendOptions\": {\"precision\": 32}}");
+        assertThatThrownBy(() -> TargetTraceFiles.read(f)).isInstanceOf(MtpException.class)
+                .satisfies(e -> assertThat(((MtpException) e).kind()).isEqualTo(MtpException.Kind.MALFORMED_FILE))
+                .hasMessageContaining("'backendOptions.precision'").hasMessageContaining("expected a string")
+                .hasMessageNotContaining("\n");
+        Files.writeString(f, head + "\"backendOptions\": [\"precision=f32\"]}");
+        assertThatThrownBy(() -> TargetTraceFiles.read(f)).isInstanceOf(MtpException.class)
+                .hasMessageContaining("'backendOptions' must be an object of strings");
+        StringBuilder many = new StringBuilder("{");
+        for (int i = 0; i <= 64; i++) {
+            many.append(i == 0 ? "" : ",").append("\"k").append(i).append("\": \"v\"");
+        }
+        Files.writeString(f, head + "\"backendOptions\": " + many + "}}");
+        assertThatThrownBy(() -> TargetTraceFiles.read(f)).isInstanceOf(MtpException.class)
+                .hasMessageContaining("'backendOptions' has 65 entries, at most 64");
+        Files.writeString(f, head + "\"backendOptions\": {\"precision\": \"" + "f".repeat(1025) + "\"}}");
+        assertThatThrownBy(() -> TargetTraceFiles.read(f)).isInstanceOf(MtpException.class)
+                .hasMessageContaining("'backendOptions.precision'").hasMessageContaining("longer than 1024")
+                .hasMessageNotContaining("fff");
     }
 }
