@@ -12,6 +12,7 @@ import org.mtporacle.conformance.loop.chain.LoopAction;
 import org.mtporacle.conformance.target.chain.TargetAction.Acceptance;
 import org.mtporacle.conformance.target.chain.TargetBadCall;
 import org.mtporacle.conformance.trace.TraceFiles;
+import org.mtporacle.io.StrictJson;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -87,30 +88,27 @@ public final class LoopTraceFiles {
     }
 
     public static LoopChainTrace read(Path file) {
-        JsonNode root;
-        try {
-            root = JSON.readTree(file.toFile());
-        } catch (IOException e) {
-            throw MtpException.invalidArgument("loop trace " + file + ": not JSON (" + e.getMessage() + ")");
-        }
+        // an untrusted file: at most TraceFiles.MAX_BYTES, strict JSON (StrictJson), before anything is read from it
+        JsonNode root = StrictJson.read(file, TraceFiles.MAX_BYTES, "loop trace");
+        String where = "loop trace " + UntrustedText.path(file);
         String format = root.path("format").asText("");
         int version = root.path("version").asInt(-1);
         if (!FORMAT.equals(format) || (version != VERSION && version != VERSION_1)) {
-            throw MtpException.invalidArgument("loop trace " + file + ": format '" + UntrustedText.clip(format)
+            throw MtpException.invalidArgument(where + ": format '" + UntrustedText.clip(format)
                     + "' version " + version + ", expected '" + FORMAT + "' version " + VERSION_1 + " or "
                     + VERSION);
         }
         if (!root.path("actions").isArray()) {
-            throw MtpException.malformedFile("loop trace " + file + ": 'actions' must be an array");
+            throw MtpException.malformedFile(where + ": 'actions' must be an array");
         }
         String tap = root.path("tap").asText("");
         if (!tap.equals("pre") && !tap.equals("post")) {
-            throw MtpException.malformedFile("loop trace " + file + ": tap '" + UntrustedText.clip(tap)
+            throw MtpException.malformedFile(where + ": tap '" + UntrustedText.clip(tap)
                     + "', expected pre or post");
         }
         String kv = version == VERSION_1 ? "keep" : root.path("kv").asText("");
         if (!kv.equals("keep") && !kv.equals("rebuild")) {
-            throw MtpException.malformedFile("loop trace " + file + ": kv '" + UntrustedText.clip(kv)
+            throw MtpException.malformedFile(where + ": kv '" + UntrustedText.clip(kv)
                     + "', expected keep or rebuild");
         }
         List<LoopAction> actions = new ArrayList<>();
@@ -121,7 +119,7 @@ public final class LoopTraceFiles {
                 }
                 actions.add(action(a));
             } catch (IllegalArgumentException | NullPointerException | MtpException e) {
-                throw MtpException.malformedFile("loop trace " + file + ": action " + actions.size() + " ("
+                throw MtpException.malformedFile(where + ": action " + actions.size() + " ("
                         + UntrustedText.clip(a.toString()) + ") cannot be read: " + e.getMessage());
             }
         }
@@ -139,8 +137,8 @@ public final class LoopTraceFiles {
     /** Whether {@code file} is JSON whose {@code format} is {@value #FORMAT} (false for anything else, unread). */
     public static boolean isLoopTrace(Path file) {
         try {
-            return FORMAT.equals(JSON.readTree(file.toFile()).path("format").asText(""));
-        } catch (IOException | RuntimeException e) {
+            return FORMAT.equals(StrictJson.read(file, TraceFiles.MAX_BYTES, "trace").path("format").asText(""));
+        } catch (RuntimeException e) {
             return false;
         }
     }

@@ -9,6 +9,7 @@ import org.mtporacle.api.UntrustedText;
 import org.mtporacle.conformance.target.chain.TargetAction;
 import org.mtporacle.conformance.target.chain.TargetBadCall;
 import org.mtporacle.conformance.trace.TraceFiles;
+import org.mtporacle.io.StrictJson;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -74,27 +75,25 @@ public final class TargetTraceFiles {
     }
 
     public static TargetChainTrace read(Path file) {
-        JsonNode root;
-        try {
-            root = JSON.readTree(file.toFile());
-        } catch (IOException e) {
-            throw MtpException.invalidArgument("target trace " + file + ": not JSON (" + e.getMessage() + ")");
-        }
+        // an untrusted file: at most TraceFiles.MAX_BYTES, strict JSON (StrictJson), before anything is read from it
+        JsonNode root = StrictJson.read(file, TraceFiles.MAX_BYTES, "target trace");
+        String where = "target trace " + UntrustedText.path(file);
         String format = root.path("format").asText("");
         int version = root.path("version").asInt(-1);
         if (!FORMAT.equals(format) || version != VERSION) {
-            throw MtpException.invalidArgument("target trace " + file + ": format '" + format + "' version " + version
+            throw MtpException.invalidArgument(where + ": format '"
+                    + UntrustedText.clip(format) + "' version " + version
                     + ", expected '" + FORMAT + "' version " + VERSION);
         }
         if (!root.path("actions").isArray()) {
-            throw MtpException.malformedFile("target trace " + file + ": 'actions' must be an array");
+            throw MtpException.malformedFile(where + ": 'actions' must be an array");
         }
         List<TargetAction> actions = new ArrayList<>();
         for (JsonNode a : root.path("actions")) {
             try {
                 actions.add(action(a));
             } catch (IllegalArgumentException | NullPointerException e) {
-                throw MtpException.malformedFile("target trace " + file + ": action " + actions.size() + " ("
+                throw MtpException.malformedFile(where + ": action " + actions.size() + " ("
                         + org.mtporacle.api.UntrustedText.clip(a.toString()) + ") cannot be read: " + e.getMessage());
             }
         }
@@ -111,8 +110,8 @@ public final class TargetTraceFiles {
     /** Whether {@code file} is JSON whose {@code format} is {@value #FORMAT} (false for anything else, unread). */
     public static boolean isTargetTrace(Path file) {
         try {
-            return FORMAT.equals(JSON.readTree(file.toFile()).path("format").asText(""));
-        } catch (IOException | RuntimeException e) {
+            return FORMAT.equals(StrictJson.read(file, TraceFiles.MAX_BYTES, "trace").path("format").asText(""));
+        } catch (RuntimeException e) {
             return false;
         }
     }

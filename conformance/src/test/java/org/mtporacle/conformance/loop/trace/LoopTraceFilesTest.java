@@ -78,6 +78,18 @@ class LoopTraceFilesTest {
                 .hasMessageContaining("action 0").hasMessageContaining("NO_SUCH_CALL");
     }
 
+    /** A file past the stated bound ({@code TraceFiles.MAX_BYTES}) is refused before it is read. */
+    @Test
+    void anOversizedFileIsRefusedBeforeItIsRead() throws Exception {
+        Path big = dir.resolve("big.json");
+        try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(big.toFile(), "rw")) {
+            f.setLength(org.mtporacle.conformance.trace.TraceFiles.MAX_BYTES + 1); // sparse: nothing is written
+        }
+        assertThatThrownBy(() -> LoopTraceFiles.read(big)).isInstanceOf(MtpException.class)
+                .hasMessageContaining("bytes, more than the " + org.mtporacle.conformance.trace.TraceFiles.MAX_BYTES);
+        assertThat(LoopTraceFiles.isLoopTrace(big)).isFalse();
+    }
+
     @Test
     void anotherVersionABadTapAndAnOutOfRangeDepthAreRefused() throws Exception {
         Path f = dir.resolve("v.json");

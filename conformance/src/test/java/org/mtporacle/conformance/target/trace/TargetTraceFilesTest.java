@@ -46,6 +46,28 @@ class TargetTraceFilesTest {
         assertThat(TargetTraceFiles.read(f).actions()).isEqualTo(all);
     }
 
+    /**
+     * A trace is a file from anyone: one past the stated bound ({@code TraceFiles.MAX_BYTES}) is refused before it is
+     * read, and one with a duplicated key is refused rather than read as either value; neither is taken for a trace
+     * by the format probe {@code mtp replay} uses.
+     */
+    @Test
+    void anOversizedOrAmbiguousFileIsRefusedBeforeItIsRead() throws Exception {
+        Path big = tmp.resolve("big.json");
+        try (java.io.RandomAccessFile f = new java.io.RandomAccessFile(big.toFile(), "rw")) {
+            f.setLength(org.mtporacle.conformance.trace.TraceFiles.MAX_BYTES + 1); // sparse: nothing is written
+        }
+        assertThatThrownBy(() -> TargetTraceFiles.read(big)).isInstanceOf(MtpException.class)
+                .hasMessageContaining("bytes, more than the " + org.mtporacle.conformance.trace.TraceFiles.MAX_BYTES);
+        assertThat(TargetTraceFiles.isTargetTrace(big)).isFalse();
+        Path dup = tmp.resolve("dup.json");
+        Files.writeString(dup, "{\"format\": \"mtp-oracle-target-chain\", \"version\": 1, \"seed\": 1, \"seed\": 2, "
+                + "\"actions\": []}");
+        assertThatThrownBy(() -> TargetTraceFiles.read(dup)).isInstanceOf(MtpException.class)
+                .hasMessageContaining("seed");
+        assertThat(TargetTraceFiles.isTargetTrace(dup)).isFalse();
+    }
+
     @Test
     void anotherFormatOrVersionIsRefusedNamingBoth() throws Exception {
         Path f = tmp.resolve("old.json");
