@@ -310,19 +310,8 @@ public final class MlxOps {
         if (arrays.isEmpty()) {
             return;
         }
-        MemorySegment v = c.mlx_vector_array_new(Arena.ofAuto());
-        try {
-            for (MlxArray a : arrays) {
-                lib.check("mlx_vector_array_append_value", c.mlx_vector_array_append_value(v, a.handle()));
-            }
-            long start = System.nanoTime();
-            int status = c.mlx_eval(v);
-            lib.addEvalNanos(System.nanoTime() - start);
-            NativeTimes.end("mlx_eval", start);
-            lib.check("mlx_eval", status);
-        } finally {
-            c.mlx_vector_array_free(v);
-        }
+        long nanos = evaluate(arrays, "mlx_eval", c::mlx_eval);
+        lib.addEvalNanos(nanos);
         if (MlxCrossCheck.ON && streamOverride == null) {
             MlxCrossCheck.afterEval(this);
         }
@@ -337,16 +326,25 @@ public final class MlxOps {
         if (arrays.isEmpty()) {
             return;
         }
+        lib.addAsyncEvalNanos(evaluate(arrays, "mlx_async_eval", c::mlx_async_eval));
+    }
+
+    /**
+     * Runs {@code eval} ({@code mlx_eval} or {@code mlx_async_eval}, named {@code name}) over one vector of
+     * {@code arrays}; returns the nanoseconds spent inside it.
+     */
+    private long evaluate(List<MlxArray> arrays, String name, java.util.function.ToIntFunction<MemorySegment> eval) {
         MemorySegment v = c.mlx_vector_array_new(Arena.ofAuto());
         try {
             for (MlxArray a : arrays) {
                 lib.check("mlx_vector_array_append_value", c.mlx_vector_array_append_value(v, a.handle()));
             }
             long start = System.nanoTime();
-            int status = c.mlx_async_eval(v);
-            lib.addAsyncEvalNanos(System.nanoTime() - start);
-            NativeTimes.end("mlx_async_eval", start);
-            lib.check("mlx_async_eval", status);
+            int status = eval.applyAsInt(v);
+            long nanos = System.nanoTime() - start;
+            NativeTimes.end(name, start);
+            lib.check(name, status);
+            return nanos;
         } finally {
             c.mlx_vector_array_free(v);
         }
