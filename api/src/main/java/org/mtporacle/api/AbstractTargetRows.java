@@ -1,5 +1,6 @@
 package org.mtporacle.api;
 
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -55,10 +56,13 @@ public abstract class AbstractTargetRows<S> implements TargetRows {
     /** Which forward a call runs: a prefill commits at once; a verify keeps what a rollback to any prefix needs. */
     public enum Pass { PREFILL, VERIFY }
 
-    /** One forward's results and the storage after it. */
-    public record Forwarded<S>(float[] logits,   // [B, n, V]: every position (VERIFY) or the last (PREFILL)
-                               float[] preNorm,  // [B, s, H]
-                               float[] postNorm, // [B, s, H]
+    /**
+     * One forward's results, handed to the caller as they are (a backend reads its device's results straight into
+     * them; the skeleton copies nothing), and the storage after it.
+     */
+    public record Forwarded<S>(HostTensor logits,   // [B, n, V] F32: every position (VERIFY) or the last (PREFILL)
+                               HostTensor preNorm,  // [B, s, H] F32
+                               HostTensor postNorm, // [B, s, H] F32
                                S state) {
     }
 
@@ -203,13 +207,14 @@ public abstract class AbstractTargetRows<S> implements TargetRows {
                     "split the prefill into shorter ones");
             int[] at = processed.clone();
             Forwarded<S> f = onBackend("prefill", () -> prefillChunks(ids, at));
+            TargetOutput out = output("prefill", f, b, 1, len);
             reached("prefill", "publish");
             int[] after = new int[b];
             for (int r = 0; r < b; r++) {
                 after[r] = at[r] + len;
             }
             publish(f.state(), after);
-            return output(f, b, 1, len);
+            return out;
         } finally {
             exit();
         }
@@ -219,11 +224,11 @@ public abstract class AbstractTargetRows<S> implements TargetRows {
     private Forwarded<S> prefillChunks(int[][] ids, int[] at) {
         int b = at.length;
         int len = ids[0].length;
-        int h = hiddenSize;
-        float[] pre = new float[b * len * h];
-        float[] post = new float[b * len * h];
+        long rowBytes = (long) len * hiddenSize * Float.BYTES;
+        MemorySegment pre = null;
+        MemorySegment post = null;
         S s = storage;
-        float[] logits = null;
+        Forwarded<S> f = null;
         int[] cursor = at.clone();
         for (int pos = 0; pos < len; pos += PREFILL_CHUNK) {
             int n = Math.min(PREFILL_CHUNK, len - pos);
@@ -232,16 +237,30 @@ public abstract class AbstractTargetRows<S> implements TargetRows {
                 System.arraycopy(ids[r], pos, chunk, r * n, n);
             }
             reached("prefill", "chunk forward");
-            Forwarded<S> f = forward(s, cursor.clone(), chunk, n, Pass.PREFILL);
+            f = forward(s, cursor.clone(), chunk, n, Pass.PREFILL);
             s = f.state();
-            logits = f.logits();
+            if (n < len) { // more than one chunk: the taps gather into the whole prefill's
+                if (pre == null) {
+                    pre = MemorySegment.ofArray(new byte[Math.toIntExact(b * rowBytes)]);
+                    post = MemorySegment.ofArray(new byte[Math.toIntExact(b * rowBytes)]);
+                }
+                long chunkBytes = (long) n * hiddenSize * Float.BYTES;
+                for (int r = 0; r < b; r++) {
+                    long to = r * rowBytes + (long) pos * hiddenSize * Float.BYTES;
+                    MemorySegment.copy(f.preNorm().data(), r * chunkBytes, pre, to, chunkBytes);
+                    MemorySegment.copy(f.postNorm().data(), r * chunkBytes, post, to, chunkBytes);
+                }
+            }
             for (int r = 0; r < b; r++) {
-                System.arraycopy(f.preNorm(), r * n * h, pre, (r * len + pos) * h, n * h);
-                System.arraycopy(f.postNorm(), r * n * h, post, (r * len + pos) * h, n * h);
                 cursor[r] += n;
             }
         }
-        return new Forwarded<>(logits, pre, post, seal(s));
+        if (pre == null) {
+            return new Forwarded<>(f.logits(), f.preNorm(), f.postNorm(), seal(s));
+        }
+        int[] taps = {b, len, hiddenSize};
+        return new Forwarded<>(f.logits(), HostTensor.view(DType.F32, taps, pre),
+                HostTensor.view(DType.F32, taps, post), seal(s));
     }
 
     @Override
@@ -267,6 +286,7 @@ public abstract class AbstractTargetRows<S> implements TargetRows {
                 Forwarded<S> v = forward(storage, from.clone(), flat, w, Pass.VERIFY);
                 return new Forwarded<>(v.logits(), v.preNorm(), v.postNorm(), seal(v.state()));
             });
+            TargetOutput out = output("verify", f, b, w, w);
             reached("verify", "publish");
             int[] after = new int[b];
             for (int r = 0; r < b; r++) {
@@ -276,7 +296,7 @@ public abstract class AbstractTargetRows<S> implements TargetRows {
             beforeRound = from;
             width = w;
             roundOpen = true;
-            return output(f, b, w, w);
+            return out;
         } finally {
             exit();
         }
@@ -379,10 +399,26 @@ public abstract class AbstractTargetRows<S> implements TargetRows {
         }
     }
 
-    /** The caller's copy of a forward's results: logits {@code [B, n, V]}, taps {@code [B, s, H]}. */
-    private TargetOutput output(Forwarded<S> f, int b, int n, int s) {
-        return new TargetOutput(HostTensor.ofFloats(f.logits(), b, n, vocab),
-                HostTensor.ofFloats(f.preNorm(), b, s, hiddenSize), HostTensor.ofFloats(f.postNorm(), b, s, hiddenSize));
+    /**
+     * The caller's results: the forward's own tensors, checked to be logits {@code [B, n, V]} and taps
+     * {@code [B, s, H]} in F32. Others are a backend's bug: the call fails with BACKEND_FAILURE and poisons the group
+     * (the storage it computed is neither published nor freed).
+     */
+    private TargetOutput output(String call, Forwarded<S> f, int b, int n, int s) {
+        return new TargetOutput(checked(call, "logits", f.logits(), b, n, vocab),
+                checked(call, "preNorm taps", f.preNorm(), b, s, hiddenSize),
+                checked(call, "postNorm taps", f.postNorm(), b, s, hiddenSize));
+    }
+
+    private HostTensor checked(String call, String what, HostTensor t, int... shape) {
+        if (t == null || t.dtype() != DType.F32 || !Arrays.equals(t.shape(), shape)) {
+            String message = call + ": the backend's forward returned " + what + " "
+                    + (t == null ? "null" : t.dtype() + " " + Arrays.toString(t.shape())) + ", not F32 "
+                    + Arrays.toString(shape);
+            poison(message);
+            throw new MtpException(MtpException.Kind.BACKEND_FAILURE, message);
+        }
+        return t;
     }
 
     /** Takes the group for {@code call}, or fails with ILLEGAL_STATE: overlapping call, closed, poisoned, model gone. */

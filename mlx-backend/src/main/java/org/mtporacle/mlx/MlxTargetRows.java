@@ -11,6 +11,8 @@ import org.mtporacle.api.TargetConfig;
 import org.mtporacle.mlx.handle.MlxArray;
 import org.mtporacle.mlx.handle.MlxOps;
 
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -51,6 +53,10 @@ final class MlxTargetRows extends AbstractTargetRows<MlxTargetRows.DeviceRows> i
 
     MlxTargetRows(MlxTarget target) {
         super(target.model(), empty(target.model().config()));
+        if (ByteOrder.nativeOrder() != ByteOrder.LITTLE_ENDIAN) { // MLX runs on none; the reads rely on it
+            throw new MtpException(MtpException.Kind.UNAVAILABLE, "mlx: the target's host reads copy f32 values in "
+                    + "the host's byte order into little-endian tensors, and this host is big-endian");
+        }
         this.target = target;
         this.c = target.model().config();
         this.nGdn = c.count(TargetConfig.LayerType.LINEAR_ATTENTION);
@@ -183,6 +189,10 @@ final class MlxTargetRows extends AbstractTargetRows<MlxTargetRows.DeviceRows> i
         int b = s.rows();
         int h = c.shape().hiddenSize();
         int v = c.shape().vocabSize();
+        int nl = verify ? n : 1;
+        // the read's destinations are allocated (and zeroed: 33 MB at 27b, B = 8) while the graph builds and runs
+        java.util.concurrent.Future<MemorySegment[]> buffers = MlxOps.hostBuffers(4L * b * nl * v, 4L * b * n * h,
+                4L * b * n * h);
         MlxArray[][] kv = ensureCapacity(s, at, n);
         MlxTarget.Result r = target.forward(ops, ids, at, n, s.conv(), s.rec(), kv[0], kv[1], verify, verify);
         List<MlxArray> outs = new ArrayList<>(List.of(r.host()));
@@ -205,17 +215,22 @@ final class MlxTargetRows extends AbstractTargetRows<MlxTargetRows.DeviceRows> i
         outs.addAll(Arrays.asList(r.keys()));
         outs.addAll(Arrays.asList(r.values()));
         ops.evalAll(outs);
-        int nl = verify ? n : 1;
         int routedValues = 0;
         for (MlxTarget.Routes rt : r.routes()) {
             if (rt.choices().onDevice() != null) {
                 routedValues += rt.choices().size();
             }
         }
-        // the forward's one host read, straight into the logits and the two taps, the router choices after them
-        float[][] host = ops.toFloatParts(r.host(), b * nl * v, b * n * h, b * n * h, routedValues);
-        record(r.routes(), host[3], 0, at, n);
-        return new Forwarded<>(host[0], host[1], host[2], new DeviceRows(b, conv, rec, r.keys(), r.values(), round));
+        // the forward's one host read, straight into the caller's logits and taps, the router choices after them
+        MemorySegment[] out = MlxOps.await(buffers);
+        float[] routes = new float[routedValues];
+        ops.readFloats(r.host(), MlxOps.HOST_COPY, MlxOps.READ_THREADS, out[0], out[1], out[2],
+                MemorySegment.ofArray(routes));
+        record(r.routes(), routes, 0, at, n);
+        return new Forwarded<>(HostTensor.view(DType.F32, new int[] {b, nl, v}, out[0]),
+                HostTensor.view(DType.F32, new int[] {b, n, h}, out[1]),
+                HostTensor.view(DType.F32, new int[] {b, n, h}, out[2]),
+                new DeviceRows(b, conv, rec, r.keys(), r.values(), round));
     }
 
     @Override

@@ -359,7 +359,7 @@ public final class MlxOps {
         if (n > Integer.MAX_VALUE) {
             throw MtpException.invalidArgument("toFloats: " + n + " values do not fit one Java array");
         }
-        return toFloatParts(a, READ_THREADS, new int[] {(int) n})[0];
+        return toFloatParts(a, HOST_COPY, READ_THREADS, new int[] {(int) n})[0];
     }
 
     /**
@@ -367,37 +367,50 @@ public final class MlxOps {
      * add up to its size), copied straight into one Java array each. Evaluates and makes contiguous first.
      */
     public float[][] toFloatParts(MlxArray a, int... lengths) {
-        return toFloatParts(a, READ_THREADS, lengths.clone());
+        return toFloatParts(a, HOST_COPY, READ_THREADS, lengths.clone());
+    }
+
+    /** As {@link #toFloatParts(MlxArray, int...)}, copied {@code how} (with up to {@code threads} threads). */
+    public float[][] toFloatParts(MlxArray a, HostCopy how, int threads, int[] lengths) {
+        MemorySegment[] parts = new MemorySegment[lengths.length];
+        float[][] out = new float[lengths.length][];
+        for (int i = 0; i < lengths.length; i++) {
+            if (lengths[i] < 0) {
+                throw MtpException.invalidArgument("toFloatParts: a part of " + lengths[i] + " values");
+            }
+            out[i] = new float[lengths[i]];
+            parts[i] = MemorySegment.ofArray(out[i]);
+        }
+        readFloats(a, how, threads, parts);
+        return out;
     }
 
     /**
-     * As {@link #toFloatParts(MlxArray, int...)}, the copy split over up to {@code threads} threads when the array
-     * has at least {@link #PARALLEL_READ_BYTES} bytes: on CUDA MLX hands out managed memory whose pages migrate to the
-     * host on first touch, one fault per page, and faults of several threads are served in parallel.
+     * Copies {@code a}, widened to f32, into {@code parts}: consecutive ranges of its flattened values, in the host's
+     * byte order, whose byte sizes add up to four per value (on the little-endian hosts MLX runs on, the layout of an
+     * F32 {@link HostTensor}). Evaluates and makes contiguous first. Reads of {@link #PARALLEL_READ_BYTES} or more
+     * from a CUDA GPU's memory use the driver's copy where {@code how} is {@link HostCopy#DRIVER} (see there).
      */
-    public float[][] toFloatParts(MlxArray a, int threads, int[] lengths) {
+    public void readFloats(MlxArray a, HostCopy how, int threads, MemorySegment... parts) {
         MlxArray f = contiguous(a.dtype() == MlxC.MLX_FLOAT32 ? a : astype(a, MlxC.MLX_FLOAT32));
         eval(f);
         hostReads++;
         long start = System.nanoTime();
         long n = c.mlx_array_size(f.handle());
         long sum = 0;
-        for (int len : lengths) {
-            if (len < 0) {
-                throw MtpException.invalidArgument("toFloatParts: a part of " + len + " values");
+        for (MemorySegment part : parts) {
+            if (part.isReadOnly() || part.byteSize() % 4 != 0) {
+                throw MtpException.invalidArgument("readFloats: a destination of " + part.byteSize() + " bytes"
+                        + (part.isReadOnly() ? ", read-only" : ", not whole f32 values"));
             }
-            sum += len;
+            sum += part.byteSize();
         }
-        if (sum != n) {
-            throw MtpException.invalidArgument("toFloatParts: parts of " + Arrays.toString(lengths) + " values for an "
-                    + "array of " + n);
-        }
-        float[][] out = new float[lengths.length][];
-        for (int i = 0; i < lengths.length; i++) {
-            out[i] = new float[lengths[i]];
+        if (sum != 4 * n) {
+            throw MtpException.invalidArgument("readFloats: destinations of " + sum + " bytes for an array of " + n
+                    + " f32 values");
         }
         if (n == 0) {
-            return out;
+            return;
         }
         long d0 = NativeTimes.start();
         MemorySegment p = c.mlx_array_data_float32(f.handle()); // on CUDA: MLX copies the buffer to managed memory
@@ -407,45 +420,103 @@ public final class MlxOps {
         }
         MemorySegment src = p.reinterpret(4 * n);
         long t0 = NativeTimes.start();
-        int t = n * 4 >= PARALLEL_READ_BYTES ? Math.max(1, threads) : 1;
-        if (t == 1) {
-            copyRange(src, out, 0, n);
+        boolean large = n * 4 >= PARALLEL_READ_BYTES;
+        if (how == HostCopy.DRIVER && large && stream.isGpu() && DriverCopy.copy(src, parts)) {
+            NativeTimes.end("host read (cuMemcpy)", t0);
         } else {
-            long chunk = (n + t - 1) / t;
-            java.util.concurrent.Future<?>[] parts = new java.util.concurrent.Future<?>[t - 1];
-            for (int k = 1; k < t; k++) {
-                long from = Math.min(n, k * chunk);
-                long to = Math.min(n, from + chunk);
-                parts[k - 1] = readers().submit(() -> copyRange(src, out, from, to));
-            }
-            copyRange(src, out, 0, Math.min(n, chunk));
-            for (java.util.concurrent.Future<?> part : parts) {
-                try {
-                    part.get();
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new IllegalStateException("host read interrupted", e);
-                } catch (java.util.concurrent.ExecutionException e) {
-                    throw new IllegalStateException("host read failed: " + e.getCause(), e.getCause());
+            int t = large ? Math.max(1, threads) : 1;
+            if (t == 1) {
+                copyRange(src, parts, 0, n);
+            } else {
+                long chunk = (n + t - 1) / t;
+                java.util.concurrent.Future<?>[] rest = new java.util.concurrent.Future<?>[t - 1];
+                for (int k = 1; k < t; k++) {
+                    long from = Math.min(n, k * chunk);
+                    long to = Math.min(n, from + chunk);
+                    rest[k - 1] = readers().submit(() -> copyRange(src, parts, from, to));
+                }
+                copyRange(src, parts, 0, Math.min(n, chunk));
+                for (java.util.concurrent.Future<?> part : rest) {
+                    join(part);
                 }
             }
+            NativeTimes.end("host read (f32 copy)", t0);
         }
-        NativeTimes.end("host read (f32 copy)", t0);
         lib.addReadNanos(System.nanoTime() - start);
-        return out;
+    }
+
+    private static <T> T join(java.util.concurrent.Future<T> f) {
+        try {
+            return f.get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("host read interrupted", e);
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw new IllegalStateException("host read failed: " + e.getCause(), e.getCause());
+        }
     }
 
     /** Copies values {@code [from, to)} of {@code src} into the parts that hold them. */
-    private static void copyRange(MemorySegment src, float[][] parts, long from, long to) {
+    private static void copyRange(MemorySegment src, MemorySegment[] parts, long from, long to) {
         long base = 0;
-        for (float[] part : parts) {
+        for (MemorySegment part : parts) {
+            long values = part.byteSize() / 4;
             long lo = Math.max(from, base);
-            long hi = Math.min(to, base + part.length);
+            long hi = Math.min(to, base + values);
             if (lo < hi) {
-                MemorySegment.copy(src, ValueLayout.JAVA_FLOAT, lo * 4, part, (int) (lo - base), (int) (hi - lo));
+                MemorySegment.copy(src, lo * 4, part, (lo - base) * 4, (hi - lo) * 4);
             }
-            base += part.length;
+            base += values;
         }
+    }
+
+    /**
+     * Host buffers of {@code bytes} each, allocated (and so zeroed) on a reader thread while the caller goes on: a
+     * forward asks for its read's destinations before it builds and evaluates its graph, and finds them ready after.
+     * Heap arrays where they fit one, so that a {@link HostTensor} over them can become a {@code ByteBuffer}.
+     */
+    public static java.util.concurrent.Future<MemorySegment[]> hostBuffers(long... bytes) {
+        long[] sizes = bytes.clone();
+        return readers().submit(() -> {
+            MemorySegment[] out = new MemorySegment[sizes.length];
+            for (int i = 0; i < sizes.length; i++) {
+                out[i] = sizes[i] <= MAX_HEAP_BUFFER ? MemorySegment.ofArray(new byte[(int) sizes[i]])
+                        : Arena.ofAuto().allocate(sizes[i], 8);
+            }
+            return out;
+        });
+    }
+
+    /** The buffers of {@link #hostBuffers}, once allocated. */
+    public static MemorySegment[] await(java.util.concurrent.Future<MemorySegment[]> buffers) {
+        return join(buffers);
+    }
+
+    /** The largest host buffer {@link #hostBuffers} allocates as a Java array. */
+    static final long MAX_HEAP_BUFFER = Integer.MAX_VALUE - 8;
+
+    /** How a large host read copies an evaluated array out of a CUDA GPU's memory. */
+    public enum HostCopy {
+        /**
+         * The CUDA driver's {@code cuMemcpy}: MLX hands out the data pointer of a GPU array as managed memory filled
+         * on the device; the GPU's copy engine moves it to the destination in bulk. Where the driver or the calling
+         * thread's context is missing, or a copy fails, the read falls back to {@link #THREADS}.
+         */
+        DRIVER,
+        /** Java copies split over threads: each page of the managed memory migrates to the host on first touch. */
+        THREADS
+    }
+
+    /**
+     * The default of host reads: {@code mtp.mlx.hostCopy} ({@code driver} or {@code threads}), else
+     * {@link HostCopy#DRIVER}.
+     */
+    public static final HostCopy HOST_COPY = "threads".equalsIgnoreCase(System.getProperty("mtp.mlx.hostCopy"))
+            ? HostCopy.THREADS : HostCopy.DRIVER;
+
+    /** What the driver copy did in this process: whether it ran, or why it did not. */
+    public static String hostCopyStatus() {
+        return DriverCopy.status();
     }
 
     /** Host reads at least this large are split over {@link #READ_THREADS} threads. */

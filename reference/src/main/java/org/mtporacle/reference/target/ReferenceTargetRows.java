@@ -160,7 +160,11 @@ public final class ReferenceTargetRows extends AbstractTargetRows<ReferenceTarge
         for (int i = 0; i < b; i++) {
             rows[i] = select(s.rows()[i], r.states(), i, verify ? n : 1);
         }
-        return new Forwarded<>(r.logits(), r.preNorm(), r.postNorm(), new Rows(rows, verify ? r.states() : null));
+        int v = c.shape().vocabSize();
+        int h = c.shape().hiddenSize();
+        return new Forwarded<>(HostTensor.ofFloats(r.logits(), b, verify ? n : 1, v),
+                HostTensor.ofFloats(r.preNorm(), b, n, h), HostTensor.ofFloats(r.postNorm(), b, n, h),
+                new Rows(rows, verify ? r.states() : null));
     }
 
     @Override

@@ -196,4 +196,58 @@ class ReferenceTargetRowsTest {
             assertThat(Arrays.asList(open.isClosed())).containsExactly(false);
         }
     }
+
+    /**
+     * A prefill longer than the skeleton's {@link org.mtporacle.api.AbstractTargetRows#PREFILL_CHUNK} runs as chunks
+     * whose taps the skeleton gathers per row: the same as the two prefills of those lengths, bit for bit, for two
+     * rows at different positions.
+     */
+    @Test
+    void aPrefillPastTheSkeletonsChunkGathersEachRowsTapsInOrder() {
+        int chunk = org.mtporacle.api.AbstractTargetRows.PREFILL_CHUNK;
+        int len = chunk + 3;
+        int vocab = x.target().config().shape().vocabSize();
+        int[][] prompt = new int[2][len];
+        for (int r = 0; r < 2; r++) {
+            for (int t = 0; t < len; t++) {
+                prompt[r][t] = (7 + 31 * t + 101 * r) % vocab;
+            }
+        }
+        try (ReferenceTargetRows whole = twoRows(); ReferenceTargetRows split = twoRows()) {
+            var once = whole.prefill(ids(prompt));
+            var first = split.prefill(ids(Arrays.stream(prompt).map(p -> Arrays.copyOf(p, chunk)).toArray(int[][]::new)));
+            var rest = split.prefill(ids(Arrays.stream(prompt).map(p -> Arrays.copyOfRange(p, chunk, len))
+                    .toArray(int[][]::new)));
+            assertThat(once.preNorm().shape()).containsExactly(2, len, x.target().config().shape().hiddenSize());
+            assertThat(first.preNorm().shape()[1] + rest.preNorm().shape()[1]).isEqualTo(len);
+            int h = x.target().config().shape().hiddenSize();
+            for (int r = 0; r < 2; r++) {
+                for (int t = 0; t < len; t++) {
+                    var part = t < chunk ? first : rest;
+                    int at = t < chunk ? t : t - chunk;
+                    int partLen = t < chunk ? chunk : len - chunk;
+                    for (int j = 0; j < h; j++) {
+                        long i = ((long) r * len + t) * h + j;
+                        long k = ((long) r * partLen + at) * h + j;
+                        if (once.preNorm().getFloat(i) != part.preNorm().getFloat(k)
+                                || once.postNorm().getFloat(i) != part.postNorm().getFloat(k)) {
+                            throw new AssertionError("row " + r + " position " + t + " value " + j
+                                    + ": the split prefill's taps differ from the two prefills'");
+                        }
+                    }
+                }
+            }
+            assertThat(floats(once.logits())).containsExactly(floats(rest.logits()));
+            assertThat(whole.processedTokens()).containsExactly(split.processedTokens());
+            assertThat(digests(whole)).isEqualTo(digests(split));
+        }
+    }
+
+    private static float[] floats(HostTensor t) {
+        float[] out = new float[(int) t.elementCount()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = t.getFloat(i);
+        }
+        return out;
+    }
 }
