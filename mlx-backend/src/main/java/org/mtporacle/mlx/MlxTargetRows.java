@@ -224,7 +224,7 @@ final class MlxTargetRows extends AbstractTargetRows<MlxTargetRows.DeviceRows> i
         // the forward's one host read, straight into the caller's logits and taps, the router choices after them
         MemorySegment[] out = MlxOps.await(buffers);
         float[] routes = new float[routedValues];
-        ops.readFloats(r.host(), MlxOps.HOST_COPY, MlxOps.READ_THREADS, out[0], out[1], out[2],
+        ops.readFloats(r.host(), MlxOps.READ_THREADS, out[0], out[1], out[2],
                 MemorySegment.ofArray(routes));
         record(r.routes(), routes, 0, at, n);
         return new Forwarded<>(HostTensor.view(DType.F32, new int[] {b, nl, v}, out[0]),

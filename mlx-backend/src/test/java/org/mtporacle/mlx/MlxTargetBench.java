@@ -89,9 +89,6 @@ public final class MlxTargetBench {
         if (why == null && checks) {
             f32Check(lib, TargetFixtures.preset(presets[0].trim()));
         }
-        if (checks) {
-            hostCopyCheck(lib, gpu);
-        }
         for (String p : presets) {
             readCheck(lib, p.trim(), TargetFixtures.preset(p.trim()).config(), gpu, checks ? 10 : 20);
         }
@@ -141,7 +138,7 @@ public final class MlxTargetBench {
     /**
      * What a verify's host read costs at {@code c}'s shapes: an f32 array of a verify's logits and taps
      * ({@code B·4·V + 2·B·4·H} values, B = 1 and 8), freshly written on the device each time, read into Java arrays
-     * with one thread, with {@link MlxOps#READ_THREADS} and with the CUDA driver's copy; median of {@code n}.
+     * with one thread and with {@link MlxOps#READ_THREADS}; median of {@code n}.
      */
     private static void readCheck(MlxLibrary lib, String name, TargetConfig c, boolean gpu, int n) {
         try (MlxStream st = MlxStream.open(lib, gpu)) {
@@ -153,10 +150,7 @@ public final class MlxTargetBench {
                     int taps = b * WIDTH * h;
                     StringBuilder line = new StringBuilder(String.format("host read, %s B=%d (%.1f MB f32):",
                             name, b, (logits + 2.0 * taps) * 4 / 1e6));
-                    int[][] variants = {{1, 1}, {1, MlxOps.READ_THREADS}, {0, 1}}; // {threads' copy?, threads}
-                    for (int[] variant : variants) {
-                        MlxOps.HostCopy how = variant[0] == 1 ? MlxOps.HostCopy.THREADS : MlxOps.HostCopy.DRIVER;
-                        int threads = variant[1];
+                    for (int threads : new int[] {1, MlxOps.READ_THREADS}) {
                         double[] ms = new double[n];
                         for (int r = -2; r < n; r++) {
                             try (MlxScope scope = new MlxScope(lib)) {
@@ -165,48 +159,18 @@ public final class MlxTargetBench {
                                         logits + 2 * taps);
                                 ops.eval(a);
                                 long t0 = System.nanoTime();
-                                ops.toFloatParts(a, how, threads, new int[] {logits, taps, taps});
+                                ops.toFloatParts(a, threads, new int[] {logits, taps, taps});
                                 if (r >= 0) {
                                     ms[r] = (System.nanoTime() - t0) / 1e6;
                                 }
                             }
                         }
                         Arrays.sort(ms);
-                        line.append(String.format(" %s %.2f ms (min %.2f, max %.2f, %.1f GB/s);",
-                                how == MlxOps.HostCopy.DRIVER ? "driver copy" : threads + " thread"
-                                        + (threads == 1 ? "" : "s"), ms[n / 2], ms[0], ms[n - 1],
+                        line.append(String.format(" %d thread%s %.2f ms (min %.2f, max %.2f, %.1f GB/s);", threads,
+                                threads == 1 ? "" : "s", ms[n / 2], ms[0], ms[n - 1],
                                 (logits + 2.0 * taps) * 4 / ms[n / 2] / 1e6));
                     }
                     System.out.println(line);
-                }
-                System.out.println("host copy: " + MlxOps.hostCopyStatus());
-                return null;
-            });
-        }
-    }
-
-    /**
-     * The driver's copy ({@link MlxOps.HostCopy#DRIVER}) against the threads' copy of the same device array (a 27b
-     * verify's logits at B = 8 plus an odd tail, in three parts): bit for bit, or FAILED.
-     */
-    private static void hostCopyCheck(MlxLibrary lib, boolean gpu) {
-        try (MlxStream st = MlxStream.open(lib, gpu)) {
-            lib.thread().call(() -> {
-                try (MlxScope scope = new MlxScope(lib)) {
-                    MlxOps ops = new MlxOps(st, scope);
-                    int[] lengths = {8 * WIDTH * 248_320, 8 * WIDTH * 5_120 + 3, 8 * WIDTH * 5_120};
-                    int n = Arrays.stream(lengths).sum();
-                    MlxArray a = ops.uniform(ops.fromUints(new int[] {20261202, 11}, 2), n);
-                    float[][] driver = ops.toFloatParts(a, MlxOps.HostCopy.DRIVER, 1, lengths);
-                    float[][] threads = ops.toFloatParts(a, MlxOps.HostCopy.THREADS, MlxOps.READ_THREADS, lengths);
-                    boolean same = true;
-                    for (int i = 0; i < lengths.length; i++) {
-                        same &= Arrays.equals(driver[i], threads[i]);
-                    }
-                    System.out.printf("host copy check: %d values in 3 parts, the driver's copy %s the threads' "
-                            + "copy; host copy: %s%n", n, same ? "equals, bit for bit," : "DIFFERS FROM",
-                            MlxOps.hostCopyStatus());
-                    failed |= !same;
                 }
                 return null;
             });

@@ -359,7 +359,7 @@ public final class MlxOps {
         if (n > Integer.MAX_VALUE) {
             throw MtpException.invalidArgument("toFloats: " + n + " values do not fit one Java array");
         }
-        return toFloatParts(a, HOST_COPY, READ_THREADS, new int[] {(int) n})[0];
+        return toFloatParts(a, READ_THREADS, new int[] {(int) n})[0];
     }
 
     /**
@@ -367,11 +367,11 @@ public final class MlxOps {
      * add up to its size), copied straight into one Java array each. Evaluates and makes contiguous first.
      */
     public float[][] toFloatParts(MlxArray a, int... lengths) {
-        return toFloatParts(a, HOST_COPY, READ_THREADS, lengths.clone());
+        return toFloatParts(a, READ_THREADS, lengths.clone());
     }
 
-    /** As {@link #toFloatParts(MlxArray, int...)}, copied {@code how} (with up to {@code threads} threads). */
-    public float[][] toFloatParts(MlxArray a, HostCopy how, int threads, int[] lengths) {
+    /** As {@link #toFloatParts(MlxArray, int...)}, the copy split over up to {@code threads} threads. */
+    public float[][] toFloatParts(MlxArray a, int threads, int[] lengths) {
         MemorySegment[] parts = new MemorySegment[lengths.length];
         float[][] out = new float[lengths.length][];
         for (int i = 0; i < lengths.length; i++) {
@@ -381,17 +381,18 @@ public final class MlxOps {
             out[i] = new float[lengths[i]];
             parts[i] = MemorySegment.ofArray(out[i]);
         }
-        readFloats(a, how, threads, parts);
+        readFloats(a, threads, parts);
         return out;
     }
 
     /**
      * Copies {@code a}, widened to f32, into {@code parts}: consecutive ranges of its flattened values, in the host's
      * byte order, whose byte sizes add up to four per value (on the little-endian hosts MLX runs on, the layout of an
-     * F32 {@link HostTensor}). Evaluates and makes contiguous first. Reads of {@link #PARALLEL_READ_BYTES} or more
-     * from a CUDA GPU's memory use the driver's copy where {@code how} is {@link HostCopy#DRIVER} (see there).
+     * F32 {@link HostTensor}). Evaluates and makes contiguous first. Reads of {@link #PARALLEL_READ_BYTES} or more are
+     * split over up to {@code threads} threads: on CUDA MLX hands out managed memory whose pages migrate to the host on
+     * first touch, one fault per page, and faults of several threads are served in parallel.
      */
-    public void readFloats(MlxArray a, HostCopy how, int threads, MemorySegment... parts) {
+    public void readFloats(MlxArray a, int threads, MemorySegment... parts) {
         MlxArray f = contiguous(a.dtype() == MlxC.MLX_FLOAT32 ? a : astype(a, MlxC.MLX_FLOAT32));
         eval(f);
         hostReads++;
@@ -420,28 +421,23 @@ public final class MlxOps {
         }
         MemorySegment src = p.reinterpret(4 * n);
         long t0 = NativeTimes.start();
-        boolean large = n * 4 >= PARALLEL_READ_BYTES;
-        if (how == HostCopy.DRIVER && large && stream.isGpu() && DriverCopy.copy(src, parts)) {
-            NativeTimes.end("host read (cuMemcpy)", t0);
+        int t = n * 4 >= PARALLEL_READ_BYTES ? Math.max(1, threads) : 1;
+        if (t == 1) {
+            copyRange(src, parts, 0, n);
         } else {
-            int t = large ? Math.max(1, threads) : 1;
-            if (t == 1) {
-                copyRange(src, parts, 0, n);
-            } else {
-                long chunk = (n + t - 1) / t;
-                java.util.concurrent.Future<?>[] rest = new java.util.concurrent.Future<?>[t - 1];
-                for (int k = 1; k < t; k++) {
-                    long from = Math.min(n, k * chunk);
-                    long to = Math.min(n, from + chunk);
-                    rest[k - 1] = readers().submit(() -> copyRange(src, parts, from, to));
-                }
-                copyRange(src, parts, 0, Math.min(n, chunk));
-                for (java.util.concurrent.Future<?> part : rest) {
-                    join(part);
-                }
+            long chunk = (n + t - 1) / t;
+            java.util.concurrent.Future<?>[] rest = new java.util.concurrent.Future<?>[t - 1];
+            for (int k = 1; k < t; k++) {
+                long from = Math.min(n, k * chunk);
+                long to = Math.min(n, from + chunk);
+                rest[k - 1] = readers().submit(() -> copyRange(src, parts, from, to));
             }
-            NativeTimes.end("host read (f32 copy)", t0);
+            copyRange(src, parts, 0, Math.min(n, chunk));
+            for (java.util.concurrent.Future<?> part : rest) {
+                join(part);
+            }
         }
+        NativeTimes.end("host read (f32 copy)", t0);
         lib.addReadNanos(System.nanoTime() - start);
     }
 
@@ -494,30 +490,6 @@ public final class MlxOps {
 
     /** The largest host buffer {@link #hostBuffers} allocates as a Java array. */
     static final long MAX_HEAP_BUFFER = Integer.MAX_VALUE - 8;
-
-    /** How a large host read copies an evaluated array out of a CUDA GPU's memory. */
-    public enum HostCopy {
-        /**
-         * The CUDA driver's {@code cuMemcpy}: MLX hands out the data pointer of a GPU array as managed memory filled
-         * on the device; the GPU's copy engine moves it to the destination in bulk. Where the driver or the calling
-         * thread's context is missing, or a copy fails, the read falls back to {@link #THREADS}.
-         */
-        DRIVER,
-        /** Java copies split over threads: each page of the managed memory migrates to the host on first touch. */
-        THREADS
-    }
-
-    /**
-     * The default of host reads: {@code mtp.mlx.hostCopy} ({@code driver} or {@code threads}), else
-     * {@link HostCopy#DRIVER}.
-     */
-    public static final HostCopy HOST_COPY = "threads".equalsIgnoreCase(System.getProperty("mtp.mlx.hostCopy"))
-            ? HostCopy.THREADS : HostCopy.DRIVER;
-
-    /** What the driver copy did in this process: whether it ran, or why it did not. */
-    public static String hostCopyStatus() {
-        return DriverCopy.status();
-    }
 
     /** Host reads at least this large are split over {@link #READ_THREADS} threads. */
     public static final long PARALLEL_READ_BYTES = 1L << 20;
