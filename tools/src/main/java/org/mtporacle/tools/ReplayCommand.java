@@ -93,12 +93,12 @@ final class ReplayCommand implements Callable<Integer> {
         }
         if (LoopTraceFiles.isLoopTrace(trace)) {
             LoopChainTrace t = LoopTraceFiles.read(trace);
-            return LoopReplay.run(trace, t, subjectBackend(t.backend()),
-                    backend.options.isEmpty() ? t.backendOptions() : backend.options);
+            MtpBackend b = subjectBackend(t.backend());
+            return LoopReplay.run(trace, t, b, options(b, t.backend(), t.backendOptions()));
         }
         ChainTrace t = TraceFiles.read(trace);
         MtpBackend b = inRecordedDirectory(subjectBackend(t.backend()), t);
-        Map<String, String> options = backend.options.isEmpty() ? t.backendOptions() : backend.options;
+        Map<String, String> options = options(b, t.backend(), t.backendOptions());
         FixtureRecipe fx = FixtureRecipe.named(t.fixture());
         MtpModel model = fx.load(FixtureRecipe.defaultCache());
         if (!t.modelIdentity().isEmpty() && !t.modelIdentity().equals(model.identity())) {
@@ -139,6 +139,23 @@ final class ReplayCommand implements Callable<Integer> {
         }
     }
 
+    /**
+     * The options to load {@code b} with: {@code --option}'s when given; else the trace's, which were its backend's,
+     * only when {@code b} is that backend (another refuses them or reads them differently: a note says they were left).
+     */
+    private Map<String, String> options(MtpBackend b, String traceBackendName, Map<String, String> traceOptions) {
+        if (!backend.options.isEmpty()) {
+            return backend.options;
+        }
+        if (b.name().equals(traceBackendName) || traceOptions.isEmpty()) {
+            return traceOptions;
+        }
+        System.out.println("replay: the trace's options " + UntrustedText.clip(new java.util.TreeMap<>(traceOptions)
+                .toString()) + " were for backend " + UntrustedText.quote(traceBackendName) + ", not passed to "
+                + UntrustedText.quote(b.name()) + " (--option sets its own)");
+        return Map.of();
+    }
+
     /** The backend to run: {@code --backend}, or the trace's with {@code --trace-backend}; else a usage error. */
     private MtpBackend subjectBackend(String traceBackendName) {
         if (backend.given()) {
@@ -169,7 +186,7 @@ final class ReplayCommand implements Callable<Integer> {
             throw new MtpException(MtpException.Kind.UNAVAILABLE, "replay: " + trace + " is a target trace, but "
                     + "backend " + UntrustedText.quote(b.name()) + " runs the drafter only (no hybrid target)");
         }
-        Map<String, String> options = backend.options.isEmpty() ? t.backendOptions() : backend.options;
+        Map<String, String> options = options(b, t.backend(), t.backendOptions());
         FixtureRecipe fx = FixtureRecipe.named(t.fixture());
         TargetModel model = fx.loadTarget(FixtureRecipe.defaultCache());
         if (!t.modelIdentity().isEmpty() && !t.modelIdentity().equals(model.identity())) {

@@ -21,7 +21,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * reference passes its own chain; the reference on its scalar kernels, held to {@code exact} against the vector
  * oracle, diverges at the first output (different accumulation order, a non-zero NMSE); a backend without a target, a
  * missing {@code --backend} and an unreadable action are one-line refusals. A trace recorded with backend options
- * (a profile's) replays with them unless {@code --option} replaces them, and a loop trace does the same.
+ * (a profile's) replays with them unless {@code --option} replaces them, and a loop trace does the same; on another
+ * backend than the one it names, without them.
  */
 class TargetReplayCommandTest {
     @TempDir
@@ -95,5 +96,21 @@ class TargetReplayCommandTest {
         Cli replaced = Cli.run("replay", t.toString(), "--backend", "reference", "--option", "mode=vector");
         assertThat(replaced.out()).contains("backend reference {mode=vector}");
         assertThat(replaced.exit()).as(replaced.out()).isEqualTo(0);
+    }
+
+    /**
+     * A trace from another backend (an MLX campaign's, with {@code precision=native}) replayed on the reference: the
+     * trace's options were MLX's, so they are left, with a note, instead of being refused by the reference.
+     */
+    @Test
+    void anotherBackendsOptionsAreLeftWithANoteWhenTheTraceRunsOnTheReference() {
+        Path t = dir.resolve("target-mlx.json");
+        TargetTraceFiles.write(t, new TargetChainTrace("tiny-target", "mlx", Map.of("precision", "native"), "exact",
+                "dk_dv/K-1", 5, List.of(new TargetAction.Append(List.of(-1, -1)), new TargetAction.Prefill(6, 1),
+                new TargetAction.Verify(3, 2, 50)), "TOKEN", 1, 0, -1, "recorded", ""));
+        Cli r = Cli.run("replay", t.toString(), "--backend", "reference");
+        assertThat(r.exit()).as(r.out()).isEqualTo(0);
+        assertThat(r.out()).contains("the trace's options {precision=native} were for backend 'mlx', not passed to "
+                + "'reference'").contains("backend reference {}").contains("passed");
     }
 }
