@@ -26,11 +26,12 @@ import java.util.Map;
  *
  * <p>A MoE target's router choices (when the backend reports them, spec §12.5) pass as router near-ties within
  * {@code routerGap}, in probability units as the drafter's ({@link Tolerance#routerGap()}): {@code exact} 0 (no
- * near-tie, not even an exact tie), {@code f32} the drafter's 2.5e-5, {@code bf16} 0.09, the target's own: MLX
+ * near-tie, not even an exact tie), {@code f32} the drafter's 2.5e-5, {@code bf16} 0.15, the target's own: MLX
  * precision=native flips a router choice at about 0.43 % of choices on the MoE target fixtures, and the flip gaps have
- * a heavy tail: at most 0.0243 over 2,000 chains on MLX's CPU, but 0.0540 and 0.0600 in about 1,100 chains on an H200,
- * the first reproduced by transformers in bfloat16 on CPU and CUDA (conformance/SPEC.md "MoE under bf16: router
- * choices"); 0.09 is 1.5× the largest. The drafter's single MoE block keeps its own, 0.0375.
+ * a heavy tail: at most 0.0243 over 2,000 chains on MLX's CPU, but 0.054, 0.060 and 0.093 in about 2,100 chains on
+ * an H200 (each at an early position of a fresh row; the first shared by transformers in bfloat16, all three gone in
+ * f32), conformance/SPEC.md "MoE under bf16: router choices"; 0.15 is 1.6× the largest. The drafter's single MoE block
+ * keeps its own, 0.0375.
  *
  * @param name        the drafter profile's name
  * @param tokenGap    near-tie bound for a greedy token, in logit units
@@ -49,7 +50,7 @@ public record TargetTolerance(String name, double tokenGap, double outputNmse, d
     private static final double BF16_TOKEN_GAP = 4.0;
     private static final double BF16_OUTPUT_NMSE = 0.25;
     private static final double BF16_STATE_NMSE = 0.1;
-    private static final double BF16_ROUTER_GAP = 0.09;
+    private static final double BF16_ROUTER_GAP = 0.15;
     /** The bf16 bounds on a chain's median NMSE, derived from measured per-chain medians (conformance/SPEC.md). */
     private static final Map<String, Double> BF16_TYPICAL = Map.of("logits", 2e-3, "taps", 2e-3,
             "convWindows", 1e-3, "recurrentStates", 1e-3, "keys", 1e-3, "values", 1e-3);
