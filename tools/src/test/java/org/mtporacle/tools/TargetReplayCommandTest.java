@@ -68,13 +68,19 @@ class TargetReplayCommandTest {
         assertThat(bad.out()).contains("action 3").contains("cannot be read").doesNotContain("at org.");
     }
 
+    /** A three-action exact target trace recorded on {@code backend} with {@code options}, as a TOKEN divergence. */
+    private Path recorded(String name, String backend, Map<String, String> options) {
+        Path t = dir.resolve(name);
+        TargetTraceFiles.write(t, new TargetChainTrace("tiny-target", backend, options, "exact", "dk_dv/K-1", 5,
+                List.of(new TargetAction.Append(List.of(-1, -1)), new TargetAction.Prefill(6, 1),
+                        new TargetAction.Verify(3, 2, 50)), "TOKEN", 1, 0, -1, "recorded", ""));
+        return t;
+    }
+
     /** The reference loaded with the trace's {@code mode=scalar}, held to exact: it diverges, as it was recorded. */
     @Test
     void aTargetTraceRecordedWithOptionsReplaysWithThemUnlessOptionReplacesThem() {
-        Path t = dir.resolve("target-scalar.json");
-        TargetTraceFiles.write(t, new TargetChainTrace("tiny-target", "reference", Map.of("mode", "scalar"), "exact",
-                "dk_dv/K-1", 5, List.of(new TargetAction.Append(List.of(-1, -1)), new TargetAction.Prefill(6, 1),
-                new TargetAction.Verify(3, 2, 50)), "TOKEN", 1, 0, -1, "recorded", ""));
+        Path t = recorded("target-scalar.json", "reference", Map.of("mode", "scalar"));
         Cli recorded = Cli.run("replay", t.toString(), "--backend", "reference");
         assertThat(recorded.exit()).as(recorded.out()).isEqualTo(1);
         assertThat(recorded.out()).contains("backend reference {mode=scalar}").contains("diverged at action 1");
@@ -104,10 +110,7 @@ class TargetReplayCommandTest {
      */
     @Test
     void anotherBackendsOptionsAreLeftWithANoteWhenTheTraceRunsOnTheReference() {
-        Path t = dir.resolve("target-mlx.json");
-        TargetTraceFiles.write(t, new TargetChainTrace("tiny-target", "mlx", Map.of("precision", "native"), "exact",
-                "dk_dv/K-1", 5, List.of(new TargetAction.Append(List.of(-1, -1)), new TargetAction.Prefill(6, 1),
-                new TargetAction.Verify(3, 2, 50)), "TOKEN", 1, 0, -1, "recorded", ""));
+        Path t = recorded("target-mlx.json", "mlx", Map.of("precision", "native"));
         Cli r = Cli.run("replay", t.toString(), "--backend", "reference");
         assertThat(r.exit()).as(r.out()).isEqualTo(0);
         assertThat(r.out()).contains("the trace's options {precision=native} were for backend 'mlx', not passed to "
