@@ -107,16 +107,45 @@ public final class TextReport {
      * profile's {@link org.mtporacle.api.Tolerance#routerGap()}.
      */
     static double routerAllowance(ConformReport.Entry e) {
-        org.mtporacle.api.Tolerance t = e.tolerance();
-        if (e.fixtureRecipe() != null && e.fixtureRecipe().startsWith("target preset ")) {
-            if (t.name().equals(TargetTolerance.calibration().name())) {
-                return TargetTolerance.calibration().routerGap();
-            }
-            if (t.name().equals(TargetTolerance.BF16.name())) {
-                return TargetTolerance.BF16.routerGap();
-            }
+        TargetTolerance target = targetTolerance(e);
+        return target != null ? target.routerGap() : e.tolerance().routerGap();
+    }
+
+    /**
+     * A target (or loop) entry's profile as the target kit read it: {@code bf16} and the calibration run are the
+     * target's own, any other is read from the report's thresholds ({@link TargetTolerance#of}); null for a drafter
+     * entry.
+     */
+    static TargetTolerance targetTolerance(ConformReport.Entry e) {
+        if (e.fixtureRecipe() == null || !e.fixtureRecipe().startsWith("target preset ")) {
+            return null;
         }
-        return t.routerGap();
+        org.mtporacle.api.Tolerance t = e.tolerance();
+        if (t.name().equals(TargetTolerance.calibration().name())) {
+            return TargetTolerance.calibration();
+        }
+        if (t.name().equals(TargetTolerance.BF16.name())) {
+            return TargetTolerance.BF16;
+        }
+        return TargetTolerance.of(t);
+    }
+
+    /**
+     * The thresholds an entry was held to: a drafter entry's profile, or a target entry's as the target kit reads it
+     * (its router gap and, for {@code bf16}, its bounds on a chain's median NMSE included).
+     */
+    private static String toleranceLine(ConformReport.Entry e) {
+        TargetTolerance target = targetTolerance(e);
+        if (target == null) {
+            return "tolerance " + l(e.tolerance().name()) + ": " + l(e.tolerance().thresholds());
+        }
+        if (target.name().equals(TargetTolerance.calibration().name())) {
+            return "tolerance calibration (target): every threshold off";
+        }
+        String d = target.describe(); // "NAME (thresholds)"
+        int open = d.indexOf(" (");
+        return "tolerance " + l(target.name()) + " (target): " + l(open < 0 ? d : d.substring(open + 2,
+                d.length() - 1));
     }
 
     /** Unavailable backends, the failures (first few in full), and the verdict. */
@@ -126,8 +155,7 @@ public final class TextReport {
 
     public static String footer(ConformReport r, Layout layout) {
         StringBuilder sb = new StringBuilder();
-        r.entries().stream().map(ConformReport.Entry::tolerance).distinct().forEach(t -> sb.append(String.format(
-                Locale.ROOT, "tolerance %s: %s%n", l(t.name()), l(String.valueOf(t.thresholds())))));
+        r.entries().stream().map(TextReport::toleranceLine).distinct().forEach(line -> sb.append(line).append('\n'));
         for (ConformReport.Entry e : r.entries()) {
             String line = nearTieData(e);
             if (line != null) {

@@ -52,6 +52,25 @@ class ReportRenderingTest {
                 .contains("replay: <code>mtp replay --backend mlx --option precision=native traces/ta.json</code>");
     }
 
+    /**
+     * A target entry's footer line gives the thresholds the target kit held it to, router gap and a chain's median
+     * bounds included, not the drafter-shaped reading stored in report.json (K/V NMSE = state, hidden = logits/taps).
+     */
+    @Test
+    void aTargetEntrysToleranceLineIsTheTargetKitsReading() {
+        ConformReport.Entry target = new ConformReport.Entry("mlx", "mlx/native", Map.of("precision", "native"),
+                "tiny-moe-target", "target preset tiny-moe-target, seed 1, bf16 (hybrid target)", "id",
+                org.mtporacle.conformance.target.lockstep.TargetTolerance.BF16.asTolerance(), "mlx cpu bf16",
+                ConformReport.Status.PASSED, "", 10, 10, 1.5, ConformReport.Stats.none(), List.of());
+        ConformReport r = new ConformReport("t", "now", 1, 10, List.of(), "synthetic", List.of(entry("a", false),
+                target));
+        String text = TextReport.render(r);
+        assertThat(text).contains("tolerance bf16: token gap 0.15, K/V NMSE 0.002, hidden NMSE 0.00001\n")
+                .contains("tolerance bf16 (target): token gap 4.0, logits/taps NMSE 0.25, state NMSE 0.1, router gap "
+                        + "0.15, a chain's median NMSE {convWindows=0.001, keys=0.001, logits=0.002, "
+                        + "recurrentStates=0.001, taps=0.002, values=0.001} over at least 8 comparisons\n");
+    }
+
     @Test
     void shardReportsMergeTheirChainsAndFailures() {
         ConformReport a = new ConformReport("t", "now", 1, 20, List.of("1/2"), "synthetic", List.of(entry("a", true)));
