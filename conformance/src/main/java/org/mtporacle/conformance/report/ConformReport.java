@@ -21,15 +21,25 @@ import java.util.Map;
  * @param unfinished the entries, as {@code "K/N: profile @ fixture"}, that had not finished when this report was
  *                   written: {@code mtp conform} rewrites its report after every entry, so a run stopped early (a CI
  *                   time limit, a lost machine) leaves what it finished, and says what it did not (empty when complete)
+ * @param pooled     for a pool of campaigns ({@code mtp conform merge --pool}), the command that runs each again, in
+ *                   the order pooled; empty for one campaign (its seed, chains and plan are then the campaign's)
  */
 public record ConformReport(String tool, String created, long seed, int chains, List<String> shards, String contexts,
-                            List<Entry> entries, Plan plan, List<String> missingShards, List<String> unfinished) {
+                            List<Entry> entries, Plan plan, List<String> missingShards, List<String> unfinished,
+                            List<String> pooled) {
     public ConformReport {
         shards = shards == null ? List.of() : List.copyOf(shards);
         entries = entries == null ? List.of() : List.copyOf(entries);
         plan = plan == null ? Plan.unknown(shards) : plan;
         missingShards = missingShards == null ? List.of() : List.copyOf(missingShards);
         unfinished = unfinished == null ? List.of() : List.copyOf(unfinished);
+        pooled = pooled == null ? List.of() : List.copyOf(pooled);
+    }
+
+    /** A report of one campaign (not a pool). */
+    public ConformReport(String tool, String created, long seed, int chains, List<String> shards, String contexts,
+                         List<Entry> entries, Plan plan, List<String> missingShards, List<String> unfinished) {
+        this(tool, created, seed, chains, shards, contexts, entries, plan, missingShards, unfinished, List.of());
     }
 
     /** A finished report (nothing unfinished). */
@@ -41,7 +51,7 @@ public record ConformReport(String tool, String created, long seed, int chains, 
     /** This report with {@code options} (command-line words that changed the run) added to its plan. */
     public ConformReport withOptions(List<String> options) {
         return options.isEmpty() ? this : new ConformReport(tool, created, seed, chains, shards, contexts, entries,
-                plan.withOptions(options), missingShards, unfinished);
+                plan.withOptions(options), missingShards, unfinished, pooled);
     }
 
     /** Whether a shard is missing or an entry did not finish: the report covers less than its campaign. */

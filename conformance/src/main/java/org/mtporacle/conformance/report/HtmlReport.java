@@ -47,8 +47,15 @@ public final class HtmlReport {
                         + " shards (" + esc(String.join(", ", r.shards())) + ")")
                 .append(". Contexts: ").append(esc(r.contexts())).append(". ").append(esc(r.tool())).append(", ")
                 .append(esc(r.created())).append(".</p>");
-        h.append("<p class=\"campaign\">Run the whole campaign again: <code class=\"reproduce\">")
-                .append(esc(TextReport.reproduce(r))).append("</code></p>");
+        if (r.pooled().isEmpty()) {
+            h.append("<p class=\"campaign\">Run the whole campaign again: <code class=\"reproduce\">")
+                    .append(esc(TextReport.reproduce(r))).append("</code></p>");
+        } else {
+            h.append("<p class=\"campaign\">A pool of ").append(r.pooled().size()).append(" campaigns (mtp conform "
+                    + "merge --pool); run each again:</p><ul class=\"reproduce\">");
+            r.pooled().forEach(c -> h.append("<li><code>").append(esc(c)).append("</code></li>"));
+            h.append("</ul>");
+        }
         if (!r.missingShards().isEmpty()) {
             h.append("<p class=\"warn\">Partial merge: shard").append(r.missingShards().size() == 1 ? " " : "s ")
                     .append(esc(String.join(", ", r.missingShards()))).append(" of ").append(r.plan().shardCount())

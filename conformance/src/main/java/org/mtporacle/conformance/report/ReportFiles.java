@@ -135,6 +135,9 @@ public final class ReportFiles {
         for (String u : r.unfinished()) {
             require(u != null, where, "an unfinished entry is null");
         }
+        for (String c : r.pooled()) {
+            require(c != null, where, "a pooled campaign's command is null");
+        }
     }
 
     private static void require(boolean ok, String where, String what) {
@@ -237,7 +240,9 @@ public final class ReportFiles {
      * Pools reports of different campaigns (other seeds or chain counts) for calibration: entries with the same
      * profile and fixture add their chains, failures, stats and distributions, as shards do. Refused
      * (INVALID_ARGUMENT) when the reports' contexts differ (a target run and a drafter run do not pool). The result
-     * keeps the first report's seed and plan, with {@code chains} the sum of the reports'.
+     * keeps the first report's seed and plan, with {@code chains} the sum of the reports', and lists in
+     * {@code pooled} the command that runs each pooled campaign again (a pool's own list, for a pool pooled again):
+     * no single {@code mtp conform} runs a pool.
      */
     public static ConformReport pool(List<Part> parts) {
         if (parts.isEmpty()) {
@@ -246,8 +251,14 @@ public final class ReportFiles {
         ConformReport first = parts.getFirst().report();
         Map<String, ConformReport.Entry> merged = new LinkedHashMap<>();
         long chains = 0;
+        java.util.LinkedHashSet<String> pooled = new java.util.LinkedHashSet<>();
         for (Part part : parts) {
             ConformReport p = part.report();
+            if (p.pooled().isEmpty()) {
+                pooled.add(TextReport.reproduce(p));
+            } else {
+                pooled.addAll(p.pooled());
+            }
             if (!p.contexts().equals(first.contexts())) {
                 throw MtpException.invalidArgument("merge --pool: " + part.source() + " has other contexts than "
                         + parts.getFirst().source() + ": " + UntrustedText.quote(p.contexts()) + " vs "
@@ -260,7 +271,7 @@ public final class ReportFiles {
         }
         return new ConformReport(first.tool(), first.created(), first.seed(), (int) Math.min(Integer.MAX_VALUE,
                 chains), first.shards(), first.contexts(), new ArrayList<>(merged.values()), first.plan(), List.of(),
-                List.of());
+                List.of(), new ArrayList<>(pooled));
     }
 
     /**

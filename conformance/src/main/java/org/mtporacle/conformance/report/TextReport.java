@@ -224,7 +224,13 @@ public final class TextReport {
         sb.append(String.format(Locale.ROOT, "%n%s: %d of %s passed, %d failed, %d unavailable%n", verdict,
                 r.entries().size() - failed - unavailable, count(r.entries().size(), "entry", "entries"), failed,
                 unavailable));
-        sb.append("reproduce: ").append(l(reproduce(r))).append('\n');
+        if (r.pooled().isEmpty()) {
+            sb.append("reproduce: ").append(l(reproduce(r))).append('\n');
+        } else {
+            sb.append("reproduce: a pool of ").append(count(r.pooled().size(), "campaign", "campaigns"))
+                    .append(" (mtp conform merge --pool), each run again by:\n");
+            r.pooled().forEach(c -> sb.append("  ").append(l(c)).append('\n'));
+        }
         return sb.toString();
     }
 
