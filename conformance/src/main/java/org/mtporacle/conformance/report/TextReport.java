@@ -142,10 +142,7 @@ public final class TextReport {
         if (target.name().equals(TargetTolerance.calibration().name())) {
             return "tolerance calibration (target): every threshold off";
         }
-        String d = target.describe(); // "NAME (thresholds)"
-        int open = d.indexOf(" (");
-        return "tolerance " + l(target.name()) + " (target): " + l(open < 0 ? d : d.substring(open + 2,
-                d.length() - 1));
+        return "tolerance " + l(target.name()) + " (target): " + l(target.thresholds());
     }
 
     /** Unavailable backends, the failures (first few in full), and the verdict. */

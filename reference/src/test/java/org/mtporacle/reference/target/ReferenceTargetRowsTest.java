@@ -215,7 +215,8 @@ class ReferenceTargetRowsTest {
         }
         try (ReferenceTargetRows whole = twoRows(); ReferenceTargetRows split = twoRows()) {
             var once = whole.prefill(ids(prompt));
-            var first = split.prefill(ids(Arrays.stream(prompt).map(p -> Arrays.copyOf(p, chunk)).toArray(int[][]::new)));
+            var first = split.prefill(ids(Arrays.stream(prompt).map(p -> Arrays.copyOf(p, chunk))
+                    .toArray(int[][]::new)));
             var rest = split.prefill(ids(Arrays.stream(prompt).map(p -> Arrays.copyOfRange(p, chunk, len))
                     .toArray(int[][]::new)));
             assertThat(once.preNorm().shape()).containsExactly(2, len, x.target().config().shape().hiddenSize());

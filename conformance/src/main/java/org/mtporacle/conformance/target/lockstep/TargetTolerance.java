@@ -29,9 +29,9 @@ import java.util.Map;
  * near-tie, not even an exact tie), {@code f32} the drafter's 2.5e-5, {@code bf16} 0.15, the target's own: MLX
  * precision=native flips a router choice at about 0.43 % of choices on the MoE target fixtures, and the flip gaps have
  * a heavy tail: at most 0.0243 over 2,000 chains on MLX's CPU, but 0.054, 0.060 and 0.093 in about 2,100 chains on
- * an H200 (each at an early position of a fresh row; the first shared by transformers in bfloat16, all three gone in
- * f32), conformance/SPEC.md "MoE under bf16: router choices"; 0.15 is 1.6× the largest. The drafter's single MoE block
- * keeps its own, 0.0375.
+ * an H200 (0.054 and 0.093 at position 1 of a fresh row, gone in f32; the first shared by transformers in bfloat16),
+ * conformance/SPEC.md "MoE under bf16: router choices"; 0.15 is 1.6× the largest. The drafter's single MoE block keeps
+ * its own, 0.0375.
  *
  * @param name        the drafter profile's name
  * @param tokenGap    near-tie bound for a greedy token, in logit units
@@ -102,9 +102,13 @@ public record TargetTolerance(String name, double tokenGap, double outputNmse, d
 
     /** The name and thresholds, for reports. */
     public String describe() {
-        return name + " (token gap " + tokenGap + ", logits/taps NMSE " + outputNmse + ", state NMSE " + stateNmse
+        return name + " (" + thresholds() + ")";
+    }
+
+    /** Every threshold, e.g. {@code token gap 1.0E-4, logits/taps NMSE 1.0E-9, state NMSE 1.0E-9, router gap …}. */
+    public String thresholds() {
+        return "token gap " + tokenGap + ", logits/taps NMSE " + outputNmse + ", state NMSE " + stateNmse
                 + ", router gap " + routerGap + (typicalNmse.isEmpty() ? "" : ", a chain's median NMSE "
-                + new java.util.TreeMap<>(typicalNmse) + " over at least " + TYPICAL_MIN_COMPARISONS + " comparisons")
-                + ")";
+                + new java.util.TreeMap<>(typicalNmse) + " over at least " + TYPICAL_MIN_COMPARISONS + " comparisons");
     }
 }
